@@ -1,0 +1,320 @@
+// The CPU reference backend: the oracle every other backend is checked against.
+// forward(): (1) site sets and kernel maps for every map slot, (2) a liveness memory plan for the
+// activations of this input, (3) the ops one by one in float32, rounding every stored activation
+// to float16 when the engine's precision is fp16 (as a GPU fp16 engine stores them).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "backends/backend_factory.h"
+#include "backends/cpu/kernel_map.h"
+#include "backends/cpu/sparse_conv.h"
+#include "backends/cpu/thread_pool.h"
+#include "core/half.h"
+#include "core/input_check.h"
+#include "graph/analysis.h"
+#include "plan/memory_plan.h"
+
+namespace scn {
+namespace {
+
+using cpu::KernelMap;
+using cpu::SiteSet;
+
+struct BoundInput {
+  bool bound = false;
+  Int3 grid{0, 0, 0};
+  std::vector<float> features;  // [N x C]
+  std::vector<int32_t> coords;  // [N x 4]
+};
+
+class CpuEngine final : public Engine {
+ public:
+  CpuEngine(std::shared_ptr<const Graph> graph, const BuildOptions& options)
+      : Engine(std::move(graph), options) {
+    SCN_CHECK(options.precision != Precision::Int8, graph_->source,
+              ": precision int8 is not implemented by the CPU backend yet");
+    analysis_ = analyze_graph(*graph_);
+    threads_ = cpu::resolve_threads(options.num_threads);
+    packed_.resize(graph_->nodes.size());
+    for (size_t n = 0; n < graph_->nodes.size(); ++n)
+      if (graph_->nodes[n].op == OpType::SparseConv) packed_[n] = cpu::pack_conv(graph_->nodes[n].conv);
+    inputs_.resize(graph_->inputs.size());
+  }
+
+  Backend backend() const override { return Backend::Cpu; }
+
+  void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                 const InputLabels& labels) override {
+    const std::string& name = input_name(index);
+    const int32_t channels = graph_->values[size_t(graph_->inputs[size_t(index)])].channels;
+    // Shapes and dtypes first, so a bad device tensor is reported before it is copied.
+    check_sparse_input_shapes(features, indices, grid, batch_size, channels, name, labels);
+    const Tensor f = features.to(Device::Host), idx = indices.to(Device::Host);
+    check_sparse_input(f, idx, grid, batch_size, channels, name, labels);
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name,
+                "': batch size ", batch_size, " differs from the other inputs' ", batch_);
+    BoundInput& in = inputs_[size_t(index)];
+    in.grid = grid;
+    in.coords.assign(idx.ptr<int32_t>(), idx.ptr<int32_t>() + idx.numel());
+    const Tensor f32 = f.to_dtype(DType::Float32);
+    in.features.assign(f32.ptr<float>(), f32.ptr<float>() + f32.numel());
+    if (options_.precision == Precision::Fp16) round_all(in.features.data(), int64_t(in.features.size()));
+    in.bound = true;
+    batch_ = batch_size;
+    ran_ = false;
+  }
+
+  void forward(void*) override { run(nullptr); }
+
+  std::vector<LayerTiming> profile_layers() override {
+    std::vector<LayerTiming> t;
+    run(&t);
+    return t;
+  }
+
+  Tensor output(int index) override {
+    const int v = graph_->outputs.at(size_t(checked_output(index)));
+    const Value& val = graph_->values[size_t(v)];
+    std::vector<int64_t> shape =
+        val.sparse ? std::vector<int64_t>{sites_[size_t(analysis_.value_sites[size_t(v)])].size(), val.channels}
+                   : shapes_.dense_shape[size_t(v)];
+    const float* src = buffer(v);
+    Tensor out = Tensor::from_host(src, shape, DType::Float32);
+    return options_.precision == Precision::Fp32 ? out : out.to_dtype(DType::Float16);
+  }
+
+  Tensor output_indices(int index) override {
+    const int v = graph_->outputs.at(size_t(checked_output(index)));
+    SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index),
+              "' is dense and has no indices");
+    const SiteSet& s = sites_[size_t(analysis_.value_sites[size_t(v)])];
+    return Tensor::from_host(s.coords.data(), {s.size(), 4}, DType::Int32);
+  }
+
+  size_t workspace_bytes() const override {
+    size_t bytes = arena_.size() * sizeof(float);
+    for (const auto& m : maps_) bytes += m.out_in.size() * sizeof(int32_t);
+    for (const auto& s : sites_) bytes += s.coords.size() * 4 + s.keys.size() * 8;
+    return bytes;
+  }
+
+ private:
+  int checked_output(int index) const {
+    output_name(index);
+    SCN_CHECK(ran_, graph_->source, ": output(", index, ") requested before forward()");
+    return index;
+  }
+
+  void round_all(float* p, int64_t n) const {
+    cpu::parallel_for(n, threads_, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = round_to_half(p[i]);
+    });
+  }
+
+  float* buffer(int v) { return arena_.data() + offsets_[size_t(alias_[size_t(v)])]; }
+
+  void build_maps() {
+    const Graph& g = *graph_;
+    sites_.assign(size_t(analysis_.num_site_sets), SiteSet{});
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const int s = analysis_.value_sites[size_t(g.inputs[k])];
+      sites_[size_t(s)].shape = inputs_[k].grid;
+      sites_[size_t(s)].batch = batch_;
+      sites_[size_t(s)].coords = inputs_[k].coords;
+      sites_[size_t(s)].index();
+    }
+    maps_.assign(analysis_.maps.size(), KernelMap{});
+    for (size_t m = 0; m < analysis_.maps.size(); ++m) {
+      const MapSlot& slot = analysis_.maps[m];
+      switch (slot.kind) {
+        case MapKind::Subm:
+          maps_[m] = cpu::build_subm_map(sites_[size_t(slot.in_sites)], slot, threads_);
+          break;
+        case MapKind::Strided:
+          maps_[m] = cpu::build_strided_map(sites_[size_t(slot.in_sites)], slot,
+                                            shapes_.site_shape[size_t(slot.out_sites)],
+                                            sites_[size_t(slot.out_sites)], threads_);
+          break;
+        case MapKind::Inverse:
+          maps_[m] = cpu::build_inverse_map(maps_[size_t(slot.source_slot)], sites_[size_t(slot.out_sites)].size());
+          break;
+      }
+    }
+  }
+
+  /// Rows x channels (sparse) or elements (dense) of every value, then one arena for all.
+  void plan() {
+    const Graph& g = *graph_;
+    const size_t nv = g.values.size();
+    alias_.resize(nv);
+    std::vector<int> last(analysis_.last_use);
+    for (size_t v = 0; v < nv; ++v) alias_[v] = int(v);
+    // A Reshape is a view of its input: both share one buffer that lives until the later last use.
+    for (const Node& n : g.nodes)
+      if (n.op == OpType::Reshape) alias_[size_t(n.output)] = alias_[size_t(n.inputs[0])];
+    for (size_t v = 0; v < nv; ++v) {
+      const size_t root = size_t(alias_[v]);
+      last[root] = std::max(last[root], last[v]);
+    }
+    std::vector<BufferRequest> req(nv);
+    for (size_t v = 0; v < nv; ++v) {
+      const Value& val = g.values[v];
+      int64_t elems = 0;
+      if (val.sparse) {
+        elems = sites_[size_t(analysis_.value_sites[v])].size() * val.channels;
+      } else {
+        elems = 1;
+        for (int64_t d : shapes_.dense_shape[v]) elems *= d;
+      }
+      req[v].bytes = alias_[v] == int(v) ? size_t(elems) * sizeof(float) : 0;
+      req[v].first = val.producer;
+      req[v].last = std::max(last[v], val.producer);
+    }
+    const MemoryPlan p = plan_memory(req, 64);
+    offsets_.resize(nv);
+    for (size_t v = 0; v < nv; ++v) offsets_[v] = p.offsets[v] / sizeof(float);
+    if (arena_.size() < p.total / sizeof(float) + 1) arena_.assign(p.total / sizeof(float) + 1, 0.f);
+  }
+
+  void run(std::vector<LayerTiming>* timings) {
+    const Graph& g = *graph_;
+    std::vector<Int3> grids;
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      SCN_CHECK(inputs_[k].bound, g.source, ": forward() before set_input() for input '", input_name(int(k)), "'");
+      grids.push_back(inputs_[k].grid);
+    }
+    using clock = std::chrono::steady_clock;
+    auto t0 = clock::now();
+    auto lap = [&](const std::string& node, const std::string& op, const std::string& algo) {
+      if (!timings) return;
+      const auto t1 = clock::now();
+      timings->push_back({node, op, algo, std::chrono::duration<double, std::milli>(t1 - t0).count()});
+      t0 = t1;
+    };
+    shapes_ = infer_shapes(g, analysis_, grids, batch_);
+    build_maps();
+    lap("kernel maps", "MapBuild", "hash");
+    plan();
+    lap("memory plan", "Plan", "best-fit");
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      run_node(int(n));
+      lap(g.nodes[n].name, op_type_name(g.nodes[n].op), g.nodes[n].op == OpType::SparseConv ? "gather-gemm" : "");
+    }
+    ran_ = true;
+  }
+
+  void run_node(int n) {
+    const Graph& g = *graph_;
+    const Node& node = g.nodes[size_t(n)];
+    const int out = node.output;
+    const bool fp16 = options_.precision == Precision::Fp16;
+    switch (node.op) {
+      case OpType::Input: {
+        const auto it = std::find(g.inputs.begin(), g.inputs.end(), out);
+        const auto& f = inputs_[size_t(it - g.inputs.begin())].features;
+        std::copy(f.begin(), f.end(), buffer(out));
+        return;
+      }
+      case OpType::SparseConv: {
+        const KernelMap& m = maps_[size_t(analysis_.node_map[size_t(n)])];
+        cpu::sparse_conv_forward(buffer(node.inputs[0]), m, packed_[size_t(n)], buffer(out), threads_);
+        if (fp16) round_all(buffer(out), m.num_out * node.conv.out_channels);
+        return;
+      }
+      case OpType::Add: {
+        const int64_t cnt = rows(out) * g.values[size_t(out)].channels;
+        const float* a = buffer(node.inputs[0]);
+        const float* b = buffer(node.inputs[1]);
+        float* y = buffer(out);
+        for (int64_t i = 0; i < cnt; ++i) y[i] = a[i] + b[i];
+        if (fp16) round_all(y, cnt);
+        return;
+      }
+      case OpType::Relu: {
+        const int64_t cnt = rows(out) * g.values[size_t(out)].channels;
+        const float* a = buffer(node.inputs[0]);
+        float* y = buffer(out);
+        for (int64_t i = 0; i < cnt; ++i) y[i] = a[i] > 0.f ? a[i] : 0.f;
+        return;
+      }
+      case OpType::Concat: {
+        const int64_t r = rows(out);
+        const int64_t cout = g.values[size_t(out)].channels;
+        float* y = buffer(out);
+        int64_t c0 = 0;
+        for (int v : node.inputs) {
+          const int64_t c = g.values[size_t(v)].channels;
+          const float* x = buffer(v);
+          for (int64_t i = 0; i < r; ++i) std::memcpy(y + i * cout + c0, x + i * c, size_t(c) * sizeof(float));
+          c0 += c;
+        }
+        return;
+      }
+      case OpType::ScatterDense: {
+        const int in = node.inputs[0];
+        const SiteSet& s = sites_[size_t(analysis_.value_sites[size_t(in)])];
+        const auto& shape = shapes_.dense_shape[size_t(out)];
+        const int64_t C = shape[1], S = shape[2] * shape[3] * shape[4];
+        float* y = buffer(out);
+        std::fill(y, y + shape[0] * C * S, 0.f);
+        const float* x = buffer(in);
+        for (int64_t v = 0; v < s.size(); ++v) {
+          const int32_t* c = &s.coords[size_t(4 * v)];
+          const int64_t site = (int64_t(c[1]) * shape[3] + c[2]) * shape[4] + c[3];
+          for (int64_t ch = 0; ch < C; ++ch) y[(int64_t(c[0]) * C + ch) * S + site] = x[v * C + ch];
+        }
+        return;
+      }
+      case OpType::Transpose: {
+        const auto& in_shape = shapes_.dense_shape[size_t(node.inputs[0])];
+        const auto& out_shape = shapes_.dense_shape[size_t(out)];
+        const size_t nd = in_shape.size();
+        std::vector<int64_t> in_stride(nd, 1), src_stride(nd);
+        for (size_t d = nd - 1; d > 0; --d) in_stride[d - 1] = in_stride[d] * in_shape[d];
+        for (size_t d = 0; d < nd; ++d) src_stride[d] = in_stride[size_t(node.dims[d])];
+        int64_t total = 1;
+        for (int64_t d : out_shape) total *= d;
+        const float* x = buffer(node.inputs[0]);
+        float* y = buffer(out);
+        cpu::parallel_for(total, threads_, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            int64_t rem = i, src = 0;
+            for (size_t d = nd; d-- > 0;) {
+              src += (rem % out_shape[d]) * src_stride[d];
+              rem /= out_shape[d];
+            }
+            y[i] = x[src];
+          }
+        });
+        return;
+      }
+      case OpType::Reshape:
+        return;  // a view: shares its input's buffer
+    }
+  }
+
+  int64_t rows(int v) const { return sites_[size_t(analysis_.value_sites[size_t(v)])].size(); }
+
+  GraphAnalysis analysis_;
+  ShapeInfo shapes_;
+  int threads_ = 1;
+  int batch_ = 1;
+  bool ran_ = false;
+  std::vector<cpu::PackedConv> packed_;
+  std::vector<BoundInput> inputs_;
+  std::vector<SiteSet> sites_;
+  std::vector<KernelMap> maps_;
+  std::vector<int> alias_;
+  std::vector<size_t> offsets_;
+  std::vector<float> arena_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> create_cpu_engine(std::shared_ptr<const Graph> graph, const BuildOptions& options) {
+  return std::make_unique<CpuEngine>(std::move(graph), options);
+}
+
+}  // namespace scn

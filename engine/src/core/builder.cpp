@@ -1,0 +1,326 @@
+// EngineBuilder: validates each node as it is pushed, so a bad graph fails at the node at fault.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/backend_factory.h"
+#include "graph/analysis.h"
+#include "scn/engine.h"
+
+namespace scn {
+
+namespace {
+
+std::string node_prefix(const Graph& g, const std::string& name, OpType op) {
+  return detail::concat(g.source, ": node '", name, "' (", op_type_name(op), ")");
+}
+
+void check_quant(const std::string& where, const QuantAttrs& q, int64_t cout) {
+  auto check_range = [&](float r, const char* attr) {
+    if (r < 0.f && q.precision != Precision::Int8) return;  // absent and not needed
+    SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute '", attr,
+              "' must be a positive finite dynamic range, got ", r);
+  };
+  if (q.input_dynamic_range >= 0.f || std::isnan(q.input_dynamic_range))
+    check_range(q.input_dynamic_range, "input_dynamic_range");
+  if (q.input0_dynamic_range >= 0.f || std::isnan(q.input0_dynamic_range))
+    check_range(q.input0_dynamic_range, "input0_dynamic_range");
+  if (q.input1_dynamic_range >= 0.f || std::isnan(q.input1_dynamic_range))
+    check_range(q.input1_dynamic_range, "input1_dynamic_range");
+  if (!q.weight_dynamic_ranges.empty()) {
+    SCN_CHECK(int64_t(q.weight_dynamic_ranges.size()) == cout, where,
+              ": attribute 'weight_dynamic_ranges' has ", q.weight_dynamic_ranges.size(),
+              " values for ", cout, " output channels");
+    for (size_t i = 0; i < q.weight_dynamic_ranges.size(); ++i) {
+      const float r = q.weight_dynamic_ranges[i];
+      SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute 'weight_dynamic_ranges'[", i,
+                "] must be a positive finite range, got ", r);
+    }
+  }
+}
+
+}  // namespace
+
+EngineBuilder::EngineBuilder(std::string source) : graph_(std::make_shared<Graph>()) {
+  graph_->source = std::move(source);
+}
+
+const Value& EngineBuilder::value(ValueId id, const std::string& node, const char* role) const {
+  SCN_CHECK(id >= 0 && size_t(id) < graph_->values.size(), graph_->source, ": node '", node,
+            "': ", role, " refers to no value (id ", id, ")");
+  return graph_->values[size_t(id)];
+}
+
+ValueId EngineBuilder::add_node(Node node, Value value) {
+  // Copy-on-write: an engine built earlier keeps its own graph.
+  if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
+  Graph& g = *graph_;
+  if (value.name.empty()) value.name = node.name;
+  SCN_CHECK(g.find_value(value.name) < 0, g.source, ": node '", node.name, "' (",
+            op_type_name(node.op), "): output name '", value.name,
+            "' is already produced by another node");
+  for (const Node& other : g.nodes)
+    SCN_CHECK(node.op == OpType::Input || other.name != node.name, g.source, ": node name '",
+              node.name, "' is used twice");
+  value.producer = int(g.nodes.size());
+  node.output = int(g.values.size());
+  g.values.push_back(std::move(value));
+  g.nodes.push_back(std::move(node));
+  return g.nodes.back().output;
+}
+
+ValueId EngineBuilder::push_input(const std::string& name, int32_t channels) {
+  SCN_CHECK(channels >= 1, graph_->source, ": input '", name, "': channels must be >= 1, got ",
+            channels);
+  Node n;
+  n.op = OpType::Input;
+  n.name = name;
+  Value v;
+  v.name = name;
+  v.sparse = true;
+  v.channels = channels;
+  const ValueId id = add_node(n, v);
+  graph_->inputs.push_back(id);
+  return id;
+}
+
+ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& in_attrs,
+                                        const QuantAttrs& quant, const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::SparseConv);
+  const Value& xv = value(x, name, "input");
+  SCN_CHECK(xv.sparse, where, ": input '", xv.name, "' is dense; SparseConvolution needs a sparse input");
+  ConvAttrs c = in_attrs;
+  for (int d = 0; d < 3; ++d) {
+    SCN_CHECK(c.kernel_size[d] >= 1, where, ": kernel_size ", int3_string(c.kernel_size), " must be >= 1");
+    SCN_CHECK(c.stride[d] >= 1, where, ": stride ", int3_string(c.stride), " must be >= 1");
+    SCN_CHECK(c.dilation[d] >= 1, where, ": dilation ", int3_string(c.dilation), " must be >= 1");
+    SCN_CHECK(c.padding[d] >= 0, where, ": padding ", int3_string(c.padding), " must be >= 0");
+  }
+  SCN_CHECK(!(c.subm && c.inverse), where, ": subm=1 and inverse=1 together are not a valid conv");
+  if (c.subm) {
+    for (int d = 0; d < 3; ++d)
+      SCN_CHECK(c.kernel_size[d] % 2 == 1, where, ": submanifold conv needs an odd kernel, got ",
+                int3_string(c.kernel_size));
+    SCN_CHECK(c.stride == (Int3{1, 1, 1}), where, ": submanifold conv needs stride 1, got ",
+              int3_string(c.stride));
+  }
+  SCN_CHECK(c.weight.defined(), where, ": weight is missing");
+  SCN_CHECK(c.weight.device() == Device::Host, where, ": weight must be a host tensor");
+  SCN_CHECK(c.weight.dtype() == DType::Float16 || c.weight.dtype() == DType::Float32, where,
+            ": weight must be float16 or float32, got ", dtype_name(c.weight.dtype()));
+  SCN_CHECK(c.weight.ndim() == 5, where, ": weight must have shape [Cout, k0, k1, k2, Cin], got ",
+            c.weight.shape_string());
+  const int64_t cout = c.weight.dim(0), cin = c.weight.dim(4);
+  SCN_CHECK(cout >= 1 && cin >= 1, where, ": weight shape ", c.weight.shape_string(), " is empty");
+  for (int d = 0; d < 3; ++d)
+    SCN_CHECK(c.weight.dim(d + 1) == c.kernel_size[d], where, ": weight shape ",
+              c.weight.shape_string(), " disagrees with kernel_size ", int3_string(c.kernel_size));
+  SCN_CHECK(cin == xv.channels, where, ": weight has ", cin, " input channels but input '", xv.name,
+            "' has ", xv.channels);
+  SCN_CHECK(c.in_channels == 0 || c.in_channels == cin, where, ": attribute in_channels=",
+            c.in_channels, " disagrees with the weight shape ", c.weight.shape_string());
+  SCN_CHECK(c.out_channels == 0 || c.out_channels == cout, where, ": attribute out_channels=",
+            c.out_channels, " disagrees with the weight shape ", c.weight.shape_string());
+  c.in_channels = int32_t(cin);
+  c.out_channels = int32_t(cout);
+  if (c.bias.defined()) {
+    SCN_CHECK(c.bias.dtype() == DType::Float16 || c.bias.dtype() == DType::Float32, where,
+              ": bias must be float16 or float32, got ", dtype_name(c.bias.dtype()));
+    SCN_CHECK(c.bias.ndim() == 1 && c.bias.dim(0) == cout, where, ": bias shape ",
+              c.bias.shape_string(), " must be [", cout, "]");
+  }
+  if (c.activation == Activation::LeakyReLU)
+    SCN_CHECK(std::isfinite(c.activation_alpha), where, ": LeakyReLU needs a finite slope 'alpha'");
+  SCN_CHECK(c.output_bound >= 0, where, ": output_bound must be >= 0, got ", c.output_bound);
+  check_quant(where, quant, cout);
+
+  Node n;
+  n.op = OpType::SparseConv;
+  n.name = name;
+  n.inputs = {x};
+  n.conv = c;
+  n.quant = quant;
+  Value v;
+  v.name = output_name;
+  v.sparse = true;
+  v.channels = int32_t(cout);
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_add(const std::string& name, ValueId a, ValueId b, const QuantAttrs& quant,
+                                const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::Add);
+  const Value& av = value(a, name, "input 0");
+  const Value& bv = value(b, name, "input 1");
+  SCN_CHECK(av.sparse && bv.sparse, where, ": Add needs two sparse inputs");
+  SCN_CHECK(av.channels == bv.channels, where, ": inputs have ", av.channels, " and ", bv.channels,
+            " channels");
+  check_quant(where, quant, av.channels);
+  Node n;
+  n.op = OpType::Add;
+  n.name = name;
+  n.inputs = {a, b};
+  n.quant = quant;
+  Value v;
+  v.name = output_name;
+  v.channels = av.channels;
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_relu(const std::string& name, ValueId x, const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::Relu);
+  const Value& xv = value(x, name, "input");
+  SCN_CHECK(xv.sparse, where, ": Relu needs a sparse input");
+  Node n;
+  n.op = OpType::Relu;
+  n.name = name;
+  n.inputs = {x};
+  Value v;
+  v.name = output_name;
+  v.channels = xv.channels;
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_concat(const std::string& name, const std::vector<ValueId>& xs,
+                                   const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::Concat);
+  SCN_CHECK(xs.size() >= 2, where, ": Concat needs at least two inputs");
+  int32_t channels = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Value& xv = value(xs[i], name, "input");
+    SCN_CHECK(xv.sparse, where, ": input '", xv.name, "' is dense; Concat joins sparse tensors");
+    channels += xv.channels;
+  }
+  Node n;
+  n.op = OpType::Concat;
+  n.name = name;
+  n.inputs = xs;
+  Value v;
+  v.name = output_name;
+  v.channels = channels;
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs,
+                                  const QuantAttrs& quant, const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::ScatterDense);
+  const Value& xv = value(x, name, "input");
+  SCN_CHECK(xv.sparse, where, ": ScatterDense needs a sparse input");
+  SCN_CHECK(attrs.output_shape.size() == 5, where, ": output_shape must have 5 values [N, C, s0, s1, s2], got ",
+            attrs.output_shape.size());
+  for (int64_t d : attrs.output_shape)
+    SCN_CHECK(d >= 1, where, ": output_shape values must be >= 1");
+  SCN_CHECK(attrs.output_shape[1] == xv.channels, where, ": output_shape channels ",
+            attrs.output_shape[1], " differ from the input's ", xv.channels);
+  for (int d = 0; d < 3; ++d) {
+    SCN_CHECK(attrs.input_spatial_shape[d] >= 1, where, ": input_spatial_shape must be positive");
+    SCN_CHECK(attrs.output_shape[size_t(d) + 2] == attrs.input_spatial_shape[d], where,
+              ": output_shape spatial axes differ from input_spatial_shape ",
+              int3_string(attrs.input_spatial_shape));
+  }
+  SCN_CHECK(attrs.format == "zyx" || attrs.format == "xyz", where, ": format '", attrs.format,
+            "' is neither \"zyx\" nor \"xyz\"");
+  SCN_CHECK(attrs.layout == "NCHW", where, ": output_layout '", attrs.layout,
+            "' is not supported (only NCHW)");
+  check_quant(where, quant, xv.channels);
+  Node n;
+  n.op = OpType::ScatterDense;
+  n.name = name;
+  n.inputs = {x};
+  n.dense = attrs;
+  n.quant = quant;
+  Value v;
+  v.name = output_name;
+  v.sparse = false;
+  v.shape = attrs.output_shape;
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_reshape(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
+                                    const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::Reshape);
+  const Value& xv = value(x, name, "input");
+  SCN_CHECK(!xv.sparse, where, ": Reshape needs a dense input (a ScatterDense output)");
+  SCN_CHECK(!dims.empty(), where, ": attribute 'dims' is empty");
+  int64_t in = 1, known = 1;
+  int infer = -1;
+  for (int64_t d : xv.shape) in *= d;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      SCN_CHECK(infer < 0, where, ": 'dims' has more than one -1");
+      infer = int(i);
+    } else {
+      SCN_CHECK(dims[i] >= 1, where, ": 'dims' value ", dims[i], " must be >= 1 or -1");
+      known *= dims[i];
+    }
+  }
+  std::vector<int64_t> shape = dims;
+  if (infer >= 0) {
+    SCN_CHECK(in % known == 0, where, ": cannot reshape ", in, " elements with dims containing -1");
+    shape[size_t(infer)] = in / known;
+    known = in;
+  }
+  SCN_CHECK(known == in, where, ": cannot reshape ", in, " elements (", xv.name, ") to ", known);
+  Node n;
+  n.op = OpType::Reshape;
+  n.name = name;
+  n.inputs = {x};
+  n.dims = shape;
+  Value v;
+  v.name = output_name;
+  v.sparse = false;
+  v.shape = shape;
+  return add_node(std::move(n), std::move(v));
+}
+
+ValueId EngineBuilder::push_transpose(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
+                                      const std::string& output_name) {
+  const std::string where = node_prefix(*graph_, name, OpType::Transpose);
+  const Value& xv = value(x, name, "input");
+  SCN_CHECK(!xv.sparse, where, ": Transpose needs a dense input (a ScatterDense output)");
+  SCN_CHECK(dims.size() == xv.shape.size(), where, ": permutation has ", dims.size(),
+            " axes for a ", xv.shape.size(), "-d input");
+  std::vector<int64_t> sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    SCN_CHECK(sorted[i] == int64_t(i), where, ": 'dims' is not a permutation of 0..",
+              dims.size() - 1);
+  SCN_CHECK(dims[0] == 0, where, ": the batch axis must stay first (dims[0] = ", dims[0], ")");
+  Node n;
+  n.op = OpType::Transpose;
+  n.name = name;
+  n.inputs = {x};
+  n.dims = dims;
+  Value v;
+  v.name = output_name;
+  v.sparse = false;
+  for (int64_t d : dims) v.shape.push_back(xv.shape[size_t(d)]);
+  return add_node(std::move(n), std::move(v));
+}
+
+void EngineBuilder::push_output(ValueId x) {
+  const Value& xv = value(x, "<output>", "graph output");
+  for (int o : graph_->outputs)
+    SCN_CHECK(o != x, graph_->source, ": '", xv.name, "' is marked as graph output twice");
+  if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
+  graph_->outputs.push_back(x);
+}
+
+void EngineBuilder::annotate_last(const std::string& key, const std::string& value) {
+  SCN_CHECK(!graph_->nodes.empty(), "annotate_last: no node pushed yet");
+  if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
+  graph_->nodes.back().info.emplace_back(key, value);
+}
+
+std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const {
+  SCN_CHECK(!graph_->inputs.empty(), graph_->source, ": the graph has no input");
+  analyze_graph(*graph_);  // whole-graph checks; throws naming the node
+  Backend b = options.backend;
+  if (b == Backend::Auto) b = cuda_available() ? Backend::Cuda : Backend::Cpu;
+  BuildOptions o = options;
+  o.backend = b;
+  std::shared_ptr<const Graph> g = graph_;
+  if (b == Backend::Cuda) return create_cuda_engine(g, o);
+  return create_cpu_engine(g, o);
+}
+
+}  // namespace scn

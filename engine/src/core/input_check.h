@@ -1,0 +1,18 @@
+// Validation of a bound sparse input on the host, shared by every backend: dtypes, shapes,
+// coordinates inside the grid, batch indices, duplicate sites. Messages name the label (the file).
+#pragma once
+
+#include "scn/engine.h"
+
+namespace scn {
+
+/// Checks features [N, C] (float16/float32) and indices [N, 4] int32 held on the host.
+void check_sparse_input(const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                        int32_t channels, const std::string& input_name, const InputLabels& labels);
+
+/// Shape and dtype checks only (for device tensors whose contents are checked on the device).
+void check_sparse_input_shapes(const Tensor& features, const Tensor& indices, const Int3& grid,
+                               int batch_size, int32_t channels, const std::string& input_name,
+                               const InputLabels& labels);
+
+}  // namespace scn
