@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scn/engine.h"
 
@@ -14,5 +15,23 @@ EngineBuilder parse_onnx(const std::string& path);
 
 /// parse_onnx(path) followed by build(options).
 std::unique_ptr<Engine> load_engine_from_onnx(const std::string& path, const BuildOptions& options);
+
+/// What inspect_onnx found in a file.
+struct OnnxReport {
+  /// Every problem, one message each ("<file>: node '<name>' (<op>): ..."), in graph order.
+  std::vector<std::string> errors;
+  /// The complete graph; null when `errors` is not empty.
+  std::unique_ptr<EngineBuilder> builder;
+  /// The nodes that imported cleanly (all of them when there are no errors), for listing next to
+  /// the errors; null only when the file is not a readable ONNX model. Never build it when
+  /// `errors` is not empty.
+  std::unique_ptr<EngineBuilder> partial;
+};
+
+/// Imports like parse_onnx but does not stop at the first problem: a bad node is recorded and
+/// skipped, and nodes reading its output report that input as not produced, so `scn inspect`
+/// can list every validation error at once. Problems in the file never throw; they are in
+/// `errors` (an unreadable file gives one error and null builders).
+OnnxReport inspect_onnx(const std::string& path);
 
 }  // namespace scn

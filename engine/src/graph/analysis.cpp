@@ -86,7 +86,7 @@ GraphAnalysis analyze_graph(const Graph& g) {
                     ": inverse convolution needs attribute 'rulebook' naming a strided conv");
           SCN_CHECK(src >= 0, g.source, ": ", g.describe(int(n)), ": inverse convolution's rulebook '",
                     c.rulebook, "' names no earlier strided (non-submanifold) convolution");
-          const MapSlot& s = a.maps[size_t(src)];
+          const MapSlot s = a.maps[size_t(src)];  // a copy: maps grows below
           SCN_CHECK(s.out_sites == in_sites, g.source, ": ", g.describe(int(n)),
                     ": inverse convolution's input does not live on the output sites of the conv '",
                     g.nodes[size_t(s.first_node)].name, "' that rulebook '", c.rulebook, "' names");

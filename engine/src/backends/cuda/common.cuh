@@ -1,0 +1,95 @@
+// Device helpers shared by the CUDA backend's kernels.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "backends/cuda/kernels.h"
+#include "scn/error.h"
+
+#define SCN_CUDA_CHECK(expr)                                                                  \
+  do {                                                                                        \
+    const cudaError_t scn_e_ = (expr);                                                        \
+    if (scn_e_ != cudaSuccess)                                                                \
+      throw ::scn::Error(::scn::detail::concat("CUDA error in ", #expr, ": ",                 \
+                                               cudaGetErrorString(scn_e_), " (", __FILE__, \
+                                               ":", __LINE__, ")"));                          \
+  } while (0)
+
+/// After a launch: a bad configuration is reported at once (no synchronisation).
+#define SCN_CUDA_LAUNCHED() SCN_CUDA_CHECK(cudaGetLastError())
+
+namespace scn::cuda {
+
+/// Blocks for a grid-stride loop over `n` items: enough to fill the device, never more than needed.
+inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
+  const int64_t need = (n + threads - 1) / threads;
+  const int64_t most = int64_t(sm_count) * per_sm;
+  const int64_t g = need < most ? need : most;
+  return g < 1 ? 1 : int(g);
+}
+
+__device__ __forceinline__ int64_t site_key(const SiteIndex& s, int b, int i0, int i1, int i2) {
+  return ((int64_t(b) * s.s0 + i0) * s.s1 + i1) * s.s2 + i2;
+}
+
+__device__ __forceinline__ bool site_in_grid(const SiteIndex& s, int b, int i0, int i1, int i2) {
+  return b >= 0 && b < s.batch && i0 >= 0 && i0 < s.s0 && i1 >= 0 && i1 < s.s1 && i2 >= 0 && i2 < s.s2;
+}
+
+/// Sorted rank of a key whose bit is known to be set.
+__device__ __forceinline__ int64_t site_rank(const SiteIndex& s, int64_t key, uint64_t word) {
+  const int64_t w = key >> 6;
+  const uint64_t below = (uint64_t(1) << (key & 63)) - 1;
+  return int64_t(__ldg(s.rank_block + (w / kRankBlock))) + int64_t(__ldg(s.rank_local + w)) +
+         __popcll(word & below);
+}
+
+/// Row of the site (b, i0, i1, i2) or -1 (absent, outside the grid, or dropped by an overflow).
+__device__ __forceinline__ int32_t site_lookup(const SiteIndex& s, int b, int i0, int i1, int i2) {
+  if (!site_in_grid(s, b, i0, i1, i2)) return -1;
+  const int64_t key = site_key(s, b, i0, i1, i2);
+  const uint64_t word = __ldg(s.bits + (key >> 6));
+  if (!((word >> (key & 63)) & 1)) return -1;
+  const int64_t r = site_rank(s, key, word);
+  if (r >= s.cap) return -1;
+  return s.perm ? __ldg(s.perm + r) : int32_t(r);
+}
+
+/// Device row count clamped to the capacity.
+__device__ __forceinline__ int64_t rows_of(const int* count, int64_t cap) {
+  const int64_t n = *count;
+  return n < cap ? (n < 0 ? 0 : n) : cap;
+}
+
+__device__ __forceinline__ float apply_act(float v, Act a, float alpha) {
+  switch (a) {
+    case Act::None: return v;
+    case Act::ReLU: return v > 0.f ? v : 0.f;
+    case Act::Sigmoid: return 1.f / (1.f + expf(-v));
+    case Act::LeakyReLU: return v > 0.f ? v : v * alpha;
+  }
+  return v;
+}
+
+/// The conv epilogue on one value, rounding exactly where an unfused fp16 engine stores:
+/// y = half(act(acc + bias)); with a residual y = half(y + r); then the optional ReLU.
+__device__ __forceinline__ float epilogue_value(float acc, float bias, Act act, float alpha, bool has_res,
+                                                float res, bool relu_after) {
+  float v = __half2float(__float2half_rn(apply_act(acc + bias, act, alpha)));
+  if (has_res) v = __half2float(__float2half_rn(v + res));
+  if (relu_after) v = v > 0.f ? v : 0.f;
+  return v;
+}
+
+__device__ __forceinline__ void record_error(ErrSlot* e, long long row, long long v0, long long v1) {
+  atomicAdd(&e->hits, 1ull);
+  atomicMin(&e->row, row);
+  atomicMax(&e->v0, v0);
+  atomicMax(&e->v1, v1);
+}
+
+}  // namespace scn::cuda

@@ -1,0 +1,178 @@
+// The CUDA backend's kernels as seen from host code: plain structs describing device buffers and
+// one launcher per kernel. Every launcher enqueues on the given stream and never synchronises.
+// Counts of rows live on the device (int32); grids are sized by capacities and kernels read the
+// count, so a captured CUDA graph stays valid for any voxel count up to the capacity.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace scn::cuda {
+
+/// Error kinds recorded on the device, one slot per (node, kind).
+enum ErrKind : int {
+  kErrOverflow = 0,    ///< more output sites than the planned capacity (v0 = sites, v1 = capacity)
+  kErrBatch = 1,       ///< input row with a batch index outside 0..batch-1
+  kErrRange = 2,       ///< input row with a coordinate outside the grid
+  kErrDuplicate = 3,   ///< input row on the same site as another row
+  kErrNonFinite = 4,   ///< input feature that is NaN or infinite
+  kNumErrKinds = 5,
+};
+
+struct ErrSlot {
+  unsigned long long hits;  ///< number of occurrences
+  long long row;            ///< smallest offending row (LLONG_MAX: none)
+  long long v0;             ///< overflow: largest site count seen
+  long long v1;             ///< overflow: capacity
+};
+
+/// A site set on the device: coordinates plus a bitmap over (batch x grid) with a two-level
+/// popcount prefix (rank) so that "site -> row" is O(1): rank(key) = rank_block[w >> 10] +
+/// rank_local[w] + popc(bits[w] & below(key)). Generated sets are sorted by key (row = rank);
+/// input sets keep the user's row order and map rank -> row through perm.
+struct SiteIndex {
+  uint64_t* bits = nullptr;        ///< [words]
+  uint16_t* rank_local = nullptr;  ///< [words] prefix within its block of kRankBlock words
+  uint32_t* rank_block = nullptr;  ///< [blocks] exclusive prefix of the block sums
+  int32_t* perm = nullptr;         ///< [cap] sorted rank -> row (input sets); nullptr when sorted
+  int4* coords = nullptr;          ///< [cap] (b, i0, i1, i2)
+  int* count = nullptr;            ///< device row count (already clamped to cap)
+  int64_t words = 0;
+  int64_t cap = 0;
+  int s0 = 0, s1 = 0, s2 = 0;
+  int batch = 1;
+};
+
+constexpr int kRankBlock = 1024;  ///< words per rank block (1024 * 64 bits < 65536)
+
+inline int64_t rank_blocks(int64_t words) { return (words + kRankBlock - 1) / kRankBlock; }
+
+/// Geometry of a kernel map.
+struct MapGeom {
+  int k0, k1, k2;     ///< kernel size
+  int st0, st1, st2;  ///< stride
+  int p0, p1, p2;     ///< padding
+  int d0, d1, d2;     ///< dilation
+  int K() const { return k0 * k1 * k2; }
+};
+
+// ---- site_index.cu ----------------------------------------------------------------------------
+/// Reads N = *count raw rows (indices int32 [N,4]), validates them (errors recorded for `node`),
+/// writes coords and sets the bitmap bits (duplicates detected by the atomic OR).
+void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, int sm_count,
+                        cudaStream_t st);
+/// Converts raw features ([N, C] float16 or float32) into padded float16 rows [N, cp] (zeros in
+/// the padding) and flags non-finite values.
+void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const int* count, int64_t cap,
+                           void* out, ErrSlot* err, int sm_count, cudaStream_t st);
+/// Marks the output sites of a strided conv in `out.bits`.
+void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, cudaStream_t st);
+/// Popcount prefix of out.bits; `block_tmp` holds rank_blocks(words) uint32. When `set_count`,
+/// writes min(total, cap) to *out.count and records an overflow for the node in `err`.
+void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int sm_count, cudaStream_t st);
+/// Generated sets: coords[rank] = site for every set bit.
+void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st);
+/// Input sets: perm[rank(row's site)] = row.
+void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
+
+// ---- kernel_map.cu ----------------------------------------------------------------------------
+/// out_in[o*K + k] for a submanifold map on site set s.
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, int sm_count, cudaStream_t st);
+/// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count,
+                        cudaStream_t st);
+/// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
+/// strided outputs in `out` (looked up).
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count,
+                        cudaStream_t st);
+
+// ---- implicit_gemm.cu -------------------------------------------------------------------------
+enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };
+
+/// One convolution for the implicit GEMM and gather-GEMM paths.
+struct ConvArgs {
+  const void* x = nullptr;        ///< half [n_in, cin_p]
+  const int32_t* out_in = nullptr;  ///< [cap_out, K]
+  const void* w = nullptr;        ///< half [K][cout_w][cin_p]
+  const float* bias = nullptr;    ///< [cout_w] (zeros when absent)
+  const void* residual = nullptr; ///< half [n_out, cout_p] or nullptr
+  void* y = nullptr;              ///< half [n_out, cout_p]
+  const int* n_out = nullptr;     ///< device count of output rows
+  int64_t cap_out = 0;
+  int K = 1;
+  int cin_p = 16;
+  int cout = 16;                  ///< real output channels (columns >= cout are written as 0)
+  int cout_p = 16;                ///< row stride of y / residual
+  int cout_w = 16;                ///< padded weight rows (multiple of 128)
+  Act act = Act::None;
+  float alpha = 0.f;
+  bool relu_after = false;        ///< ReLU after the residual add
+};
+
+struct IgemmConfig {
+  int bm, bn, bk, warps_m, warps_n;
+  const char* name;
+};
+
+/// The compiled tile configurations.
+int igemm_num_configs();
+const IgemmConfig& igemm_config(int id);
+/// True when config `id` can run a conv with these channels (bk divides cin_p).
+bool igemm_config_fits(int id, int cin_p);
+/// Launches config `id` (grid sized for cap_out, persistent over the device count).
+void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
+/// Prepares the kernels (shared-memory limits); call once per device.
+void igemm_init();
+
+// ---- gather_gemm.cu ---------------------------------------------------------------------------
+/// Per (block of 256 rows, offset) counts of valid pairs: counts[blk * K + k].
+void launch_pair_counts(const int32_t* out_in, const int* n_out, int64_t cap_out, int K, int32_t* counts,
+                        cudaStream_t st);
+/// Writes the pairs of every offset, sorted by output row: in_idx/out_idx at offsets[blk*K + k].
+void launch_pair_emit(const int32_t* out_in, const int* n_out, int64_t cap_out, int K, const int32_t* offsets,
+                      int32_t* in_idx, int32_t* out_idx, cudaStream_t st);
+/// G[j] = x[in_idx[j]] for j < n (half rows of cin_p).
+void launch_gather_rows(const void* x, int cin_p, const int32_t* in_idx, int64_t n, void* G, cudaStream_t st);
+/// acc[out_idx[j]] += P[j] (float rows of cout_p); within one call every out_idx is distinct.
+void launch_scatter_add(const float* P, int cout_p, const int32_t* out_idx, int64_t n, float* acc,
+                        cudaStream_t st);
+/// y = epilogue(acc) for the rows < *n_out.
+void launch_gemm_epilogue(const float* acc, const ConvArgs& a, cudaStream_t st);
+
+// ---- elementwise.cu ---------------------------------------------------------------------------
+void launch_set_count(int* count, int value, cudaStream_t st);
+/// y = a + b (then ReLU when relu) over rows < *count, rows of cp halves.
+void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu,
+                int sm_count, cudaStream_t st);
+void launch_relu(const void* x, void* y, int cp, const int* count, int64_t cap, int sm_count, cudaStream_t st);
+/// y[:, c0 : c0 + c] = x[:, 0 : c] (x rows of xp halves, y rows of yp halves).
+void launch_copy_columns(const void* x, int xp, int c, void* y, int yp, int c0, const int* count, int64_t cap,
+                         int sm_count, cudaStream_t st);
+/// Zeroes columns [c0, yp) of y.
+void launch_zero_columns(void* y, int yp, int c0, const int* count, int64_t cap, int sm_count, cudaStream_t st);
+
+/// Densify with the output permutation folded in: the output is a 5-d tensor with axes
+/// out_axis[j] in {0:b, 1:c, 2:i0, 3:i1, 4:i2} and sizes out_size[j]; every element is written
+/// exactly once (the site's feature or zero).
+struct DensifyArgs {
+  SiteIndex sites;
+  const void* x = nullptr;  ///< half [n, cp]
+  int cp = 0;
+  int channels = 0;
+  void* y = nullptr;        ///< half, dense
+  int out_axis[5];
+  int64_t out_size[5];
+  bool fp32_out = false;
+};
+void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st);
+
+/// Generic 5-d (or fewer) dense permutation: y[out index] = x[src index].
+void launch_permute(const void* x, void* y, int nd, const int64_t* out_shape, const int64_t* src_stride,
+                    int64_t total, cudaStream_t st);
+
+/// Copies rows < count of x (stride xp) into y (stride c) so a sparse output is [N, C].
+void launch_compact_rows(const void* x, int xp, void* y, int c, int64_t n, cudaStream_t st);
+
+}  // namespace scn::cuda

@@ -1,0 +1,236 @@
+// Site sets on the GPU: a bitmap over (batch x grid) plus a popcount prefix ("rank").
+//
+//   input set:   validate rows, coords[i] = row, atomicOr(bit(site)) -> a set bit means "present"
+//                (an already-set bit is a duplicate); rank = popcount prefix; perm[rank(site)] = row
+//   strided set: for every (input, offset) pair landing on an output site: atomicOr(bit(site));
+//                rank; coords[rank] = site for every set bit -> output sites sorted by key,
+//                deterministic, no sort and no host synchronisation; count = min(total, cap) and
+//                an overflow is recorded on the device
+//   lookup:      row(site) = bit set ? (perm ? perm[rank] : rank) : -1   (common.cuh)
+#include "backends/cuda/common.cuh"
+
+namespace scn::cuda {
+
+namespace {
+
+__global__ void input_sites_kernel(const int4* __restrict__ raw, SiteIndex s, ErrSlot* err) {
+  const int64_t n = rows_of(s.count, s.cap);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 r = raw[i];
+    s.coords[i] = r;
+    if (r.x < 0 || r.x >= s.batch) {
+      record_error(err + kErrBatch, i, 0, 0);
+      continue;
+    }
+    if (!site_in_grid(s, r.x, r.y, r.z, r.w)) {
+      record_error(err + kErrRange, i, 0, 0);
+      continue;
+    }
+    const int64_t key = site_key(s, r.x, r.y, r.z, r.w);
+    const unsigned long long bit = 1ull << (key & 63);
+    const unsigned long long old =
+        atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
+    if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
+  }
+}
+
+template <bool kFp32>
+__global__ void input_features_kernel(const void* __restrict__ raw, int C, int cp, const int* count, int64_t cap,
+                                      __half* __restrict__ out, ErrSlot* err) {
+  const int64_t n = rows_of(count, cap);
+  const int chunks = cp / 8;
+  const int64_t total = n * chunks;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = t / chunks;
+    const int c0 = int(t - row * chunks) * 8;
+    alignas(16) __half v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int c = c0 + j;
+      float f = 0.f;
+      if (c < C) {
+        f = kFp32 ? static_cast<const float*>(raw)[row * C + c]
+                  : __half2float(static_cast<const __half*>(raw)[row * C + c]);
+        if (!isfinite(f)) {
+          record_error(err + kErrNonFinite, row, c, 0);
+          f = 0.f;
+        }
+      }
+      v[j] = __float2half_rn(f);
+    }
+    *reinterpret_cast<uint4*>(out + row * cp + c0) = *reinterpret_cast<const uint4*>(v);
+  }
+}
+
+__global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
+  const int K = g.K();
+  const int64_t n = rows_of(in.count, in.cap);
+  const int64_t total = n * K;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = t / K;
+    const int k = int(t - i * K);
+    const int4 c = in.coords[i];
+    if (!site_in_grid(in, c.x, c.y, c.z, c.w)) continue;
+    const int r0 = k / (g.k1 * g.k2), r1 = (k / g.k2) % g.k1, r2 = k % g.k2;
+    const int n0 = c.y + g.p0 - r0 * g.d0, n1 = c.z + g.p1 - r1 * g.d1, n2 = c.w + g.p2 - r2 * g.d2;
+    if (n0 < 0 || n1 < 0 || n2 < 0) continue;
+    if (n0 % g.st0 || n1 % g.st1 || n2 % g.st2) continue;
+    const int o0 = n0 / g.st0, o1 = n1 / g.st1, o2 = n2 / g.st2;
+    if (o0 >= out.s0 || o1 >= out.s1 || o2 >= out.s2) continue;
+    const int64_t key = site_key(out, c.x, o0, o1, o2);
+    const unsigned long long bit = 1ull << (key & 63);
+    unsigned long long* w = reinterpret_cast<unsigned long long*>(out.bits + (key >> 6));
+    if (!(*w & bit)) atomicOr(w, bit);
+  }
+}
+
+// One block ranks kRankBlock words: 256 threads x 4 words.
+constexpr int kRankThreads = 256;
+static_assert(kRankThreads * 4 == kRankBlock, "rank block layout");
+
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* warp_sums, uint32_t* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) warp_sums[warp] = x;
+  __syncthreads();
+  const int nw = blockDim.x >> 5;
+  if (warp == 0) {
+    uint32_t s = lane < nw ? warp_sums[lane] : 0u;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint32_t y = __shfl_up_sync(0xffffffffu, s, o);
+      if (lane >= o) s += y;
+    }
+    if (lane < nw) warp_sums[lane] = s;  // inclusive
+  }
+  __syncthreads();
+  const uint32_t before = warp == 0 ? 0u : warp_sums[warp - 1];
+  if (total) *total = warp_sums[nw - 1];
+  return before + x - v;
+}
+
+__global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
+  __shared__ uint32_t warp_sums[32];
+  const int64_t base = int64_t(blockIdx.x) * kRankBlock + threadIdx.x * 4;
+  int pc[4];
+  uint32_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t w = base + j;
+    pc[j] = w < s.words ? __popcll(s.bits[w]) : 0;
+    sum += uint32_t(pc[j]);
+  }
+  uint32_t total = 0;
+  uint32_t ex = block_exclusive_scan(sum, warp_sums, &total);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t w = base + j;
+    if (w < s.words) s.rank_local[w] = uint16_t(ex);
+    ex += uint32_t(pc[j]);
+  }
+  if (threadIdx.x == 0) s.rank_block[blockIdx.x] = total;
+}
+
+// One block of 1024 threads turns the block sums into an exclusive prefix (in place).
+__global__ void __launch_bounds__(1024) rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count,
+                                                           ErrSlot* err) {
+  __shared__ uint32_t warp_sums[32];
+  const int64_t per = (nblocks + blockDim.x - 1) / blockDim.x;
+  const int64_t b0 = threadIdx.x * per;
+  uint64_t sum = 0;
+  for (int64_t b = b0; b < b0 + per && b < nblocks; ++b) sum += s.rank_block[b];
+  uint32_t total = 0;
+  uint32_t ex = block_exclusive_scan(uint32_t(sum), warp_sums, &total);
+  for (int64_t b = b0; b < b0 + per && b < nblocks; ++b) {
+    const uint32_t v = s.rank_block[b];
+    s.rank_block[b] = ex;
+    ex += v;
+  }
+  if (threadIdx.x == 0 && set_count) {
+    const int64_t t = int64_t(total);
+    if (t > s.cap) record_error(err + kErrOverflow, 0, t, s.cap);
+    *s.count = int(t < s.cap ? t : s.cap);
+  }
+}
+
+__global__ void emit_coords_kernel(SiteIndex s) {
+  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < s.words; w += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t word = s.bits[w];
+    if (!word) continue;
+    int64_t r = int64_t(s.rank_block[w / kRankBlock]) + s.rank_local[w];
+    while (word) {
+      const int bit = __ffsll(static_cast<long long>(word)) - 1;
+      word &= word - 1;
+      if (r < s.cap) {
+        int64_t key = w * 64 + bit;
+        const int i2 = int(key % s.s2);
+        key /= s.s2;
+        const int i1 = int(key % s.s1);
+        key /= s.s1;
+        const int i0 = int(key % s.s0);
+        const int b = int(key / s.s0);
+        s.coords[r] = make_int4(b, i0, i1, i2);
+      }
+      ++r;
+    }
+  }
+}
+
+__global__ void build_perm_kernel(SiteIndex s) {
+  const int64_t n = rows_of(s.count, s.cap);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 c = s.coords[i];
+    if (!site_in_grid(s, c.x, c.y, c.z, c.w)) continue;
+    const int64_t key = site_key(s, c.x, c.y, c.z, c.w);
+    const uint64_t word = s.bits[key >> 6];
+    const int64_t r = site_rank(s, key, word);
+    if (r < s.cap) s.perm[r] = int32_t(i);
+  }
+}
+
+}  // namespace
+
+void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
+  input_sites_kernel<<<grid_for(s.cap, 256, sm), 256, 0, st>>>(reinterpret_cast<const int4*>(raw_indices), s, err);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const int* count, int64_t cap, void* out,
+                           ErrSlot* err, int sm, cudaStream_t st) {
+  const int g = grid_for(cap * (cp / 8), 256, sm);
+  if (raw_fp32)
+    input_features_kernel<true><<<g, 256, 0, st>>>(raw, C, cp, count, cap, static_cast<__half*>(out), err);
+  else
+    input_features_kernel<false><<<g, 256, 0, st>>>(raw, C, cp, count, cap, static_cast<__half*>(out), err);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStream_t st) {
+  strided_mark_kernel<<<grid_for(in.cap * g.K(), 256, sm), 256, 0, st>>>(in, out, g);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st) {
+  const int64_t nb = rank_blocks(s.words);
+  rank_local_kernel<<<unsigned(nb), kRankThreads, 0, st>>>(s);
+  SCN_CUDA_LAUNCHED();
+  rank_blocks_kernel<<<1, 1024, 0, st>>>(s, nb, set_count, err);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st) {
+  emit_coords_kernel<<<grid_for(s.words, 256, sm), 256, 0, st>>>(s);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_build_perm(SiteIndex s, int sm, cudaStream_t st) {
+  build_perm_kernel<<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
+  SCN_CUDA_LAUNCHED();
+}
+
+}  // namespace scn::cuda
