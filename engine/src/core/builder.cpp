@@ -1,6 +1,9 @@
 // EngineBuilder: validates each node as it is pushed, so a bad graph fails at the node at fault.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "core/half.h"
 
 #include "backends/backend_factory.h"
 #include "graph/analysis.h"
@@ -94,6 +97,11 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
     SCN_CHECK(c.stride[d] >= 1, where, ": stride ", int3_string(c.stride), " must be >= 1");
     SCN_CHECK(c.dilation[d] >= 1, where, ": dilation ", int3_string(c.dilation), " must be >= 1");
     SCN_CHECK(c.padding[d] >= 0, where, ": padding ", int3_string(c.padding), " must be >= 0");
+    // Index arithmetic (coordinate + padding - offset * dilation) must stay inside int32.
+    const int64_t extent = 2 * int64_t(c.padding[d]) + int64_t(c.dilation[d]) * (int64_t(c.kernel_size[d]) - 1);
+    SCN_CHECK(extent <= std::numeric_limits<int32_t>::max(), where, ": kernel_size ", int3_string(c.kernel_size),
+              ", dilation ", int3_string(c.dilation), " and padding ", int3_string(c.padding),
+              " span more than 2^31 - 1 voxels on axis ", d);
   }
   SCN_CHECK(!(c.subm && c.inverse), where, ": subm=1 and inverse=1 together are not a valid conv");
   if (c.subm) {
@@ -128,6 +136,17 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
     SCN_CHECK(c.bias.ndim() == 1 && c.bias.dim(0) == cout, where, ": bias shape ",
               c.bias.shape_string(), " must be [", cout, "]");
   }
+  // Non-finite parameters would give a NaN / Inf map (or, where a backend skips zero inputs,
+  // a map that differs between backends): reject them here.
+  auto check_finite = [&](const Tensor& t, const char* what) {
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = t.dtype() == DType::Float16 ? half_to_float(t.ptr<uint16_t>()[i]) : t.ptr<float>()[i];
+      SCN_CHECK(std::isfinite(v), where, ": ", what, " value [", i, "] is ", v, "; weights and biases must be finite");
+    }
+  };
+  check_finite(c.weight, "weight");
+  if (c.bias.defined()) check_finite(c.bias, "bias");
   if (c.activation == Activation::LeakyReLU)
     SCN_CHECK(std::isfinite(c.activation_alpha), where, ": LeakyReLU needs a finite slope 'alpha'");
   SCN_CHECK(c.output_bound >= 0, where, ": output_bound must be >= 0, got ", c.output_bound);
@@ -184,11 +203,13 @@ ValueId EngineBuilder::push_concat(const std::string& name, const std::vector<Va
                                    const std::string& output_name) {
   const std::string where = node_prefix(*graph_, name, OpType::Concat);
   SCN_CHECK(xs.size() >= 2, where, ": Concat needs at least two inputs");
-  int32_t channels = 0;
+  int64_t channels = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     const Value& xv = value(xs[i], name, "input");
     SCN_CHECK(xv.sparse, where, ": input '", xv.name, "' is dense; Concat joins sparse tensors");
     channels += xv.channels;
+    SCN_CHECK(channels <= std::numeric_limits<int32_t>::max(), where,
+              ": the joined channel count overflows int32 (", channels, " after input ", i, ")");
   }
   Node n;
   n.op = OpType::Concat;
@@ -196,7 +217,7 @@ ValueId EngineBuilder::push_concat(const std::string& name, const std::vector<Va
   n.inputs = xs;
   Value v;
   v.name = output_name;
-  v.channels = channels;
+  v.channels = int32_t(channels);
   return add_node(std::move(n), std::move(v));
 }
 
@@ -207,8 +228,13 @@ ValueId EngineBuilder::push_dense(const std::string& name, ValueId x, const Dens
   SCN_CHECK(xv.sparse, where, ": ScatterDense needs a sparse input");
   SCN_CHECK(attrs.output_shape.size() == 5, where, ": output_shape must have 5 values [N, C, s0, s1, s2], got ",
             attrs.output_shape.size());
-  for (int64_t d : attrs.output_shape)
+  int64_t elems = 1;
+  for (int64_t d : attrs.output_shape) {
     SCN_CHECK(d >= 1, where, ": output_shape values must be >= 1");
+    SCN_CHECK(!__builtin_mul_overflow(elems, d, &elems) && elems <= (int64_t(1) << 60), where,
+              ": output_shape [", attrs.output_shape[0], ", ", attrs.output_shape[1], ", ", attrs.output_shape[2],
+              ", ", attrs.output_shape[3], ", ", attrs.output_shape[4], "] is too large");
+  }
   SCN_CHECK(attrs.output_shape[1] == xv.channels, where, ": output_shape channels ",
             attrs.output_shape[1], " differ from the input's ", xv.channels);
   for (int d = 0; d < 3; ++d) {
@@ -243,14 +269,16 @@ ValueId EngineBuilder::push_reshape(const std::string& name, ValueId x, const st
   SCN_CHECK(!dims.empty(), where, ": attribute 'dims' is empty");
   int64_t in = 1, known = 1;
   int infer = -1;
-  for (int64_t d : xv.shape) in *= d;
+  for (int64_t d : xv.shape) in *= d;  // bounded by push_dense
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
       SCN_CHECK(infer < 0, where, ": 'dims' has more than one -1");
       infer = int(i);
     } else {
       SCN_CHECK(dims[i] >= 1, where, ": 'dims' value ", dims[i], " must be >= 1 or -1");
-      known *= dims[i];
+      // A product that wraps around int64 could otherwise equal the input's element count.
+      SCN_CHECK(!__builtin_mul_overflow(known, dims[i], &known), where, ": the product of 'dims' overflows int64 ",
+                "(cannot reshape ", in, " elements)");
     }
   }
   std::vector<int64_t> shape = dims;
@@ -315,7 +343,9 @@ std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const 
   SCN_CHECK(!graph_->inputs.empty(), graph_->source, ": the graph has no input");
   analyze_graph(*graph_);  // whole-graph checks; throws naming the node
   Backend b = options.backend;
-  if (b == Backend::Auto) b = cuda_available() ? Backend::Cuda : Backend::Cpu;
+  // Auto: the GPU for the precisions the CUDA backend implements, the CPU reference otherwise.
+  if (b == Backend::Auto)
+    b = cuda_available() && options.precision == Precision::Fp16 ? Backend::Cuda : Backend::Cpu;
   BuildOptions o = options;
   o.backend = b;
   std::shared_ptr<const Graph> g = graph_;

@@ -1,0 +1,231 @@
+// scn bench MODEL.onnx: latency statistics, per-layer profile, and a voxel-count sweep.
+//
+// CSV files:
+//   --csv PATH        one row per timed forward: voxels,run,ms
+//   --sweep-csv PATH  one row per sweep point:   voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "commands.h"
+#include "common.h"
+#include "scn/onnx.h"
+#include "synthetic_frame.h"
+
+namespace scn::cli {
+
+CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
+  CLI::App* c = app.add_subcommand("bench", "Time a model: latency statistics, per-layer times, voxel-count sweep");
+  c->add_option("model", a.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  CLI::Option* f = c->add_option("--features", a.features, "Input features .tensor");
+  CLI::Option* i = c->add_option("--indices", a.indices, "Input indices .tensor");
+  c->add_option("--grid", a.grid, "Grid in the model's index order (default for --synthetic: "
+                                                   "the preset's grid)")
+                       ->check(grid_validator());
+  CLI::Option* s = c->add_option("--synthetic", a.synthetic, "Use a synthetic frame of N voxels instead of files")
+                       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
+  c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
+      ->check(CLI::IsMember({"nuscenes", "kitti"}));
+  c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")->capture_default_str()->check(CLI::Range(1, 1024));
+  c->add_option("--precision", a.precision, "Activation precision")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "int8"}));
+  c->add_option("--device", a.device, "Backend")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  c->add_option("--warmup", a.warmup, "Untimed forwards first")->capture_default_str()->check(CLI::Range(0, 1000000));
+  c->add_option("--runs", a.runs, "Timed forwards")->capture_default_str()->check(CLI::Range(1, 10000000));
+  c->add_option("--threads", a.threads, "CPU backend threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  CLI::Option* sw = c->add_option("--sweep", a.sweep,
+                                  "Synthetic voxel counts run through one engine, e.g. 10000,20000,...,300000")
+                        ->check(count_list_validator());
+  c->add_option("--csv", a.csv, "Per-run latencies: voxels,run,ms");
+  c->add_option("--sweep-csv", a.sweep_csv,
+                "Sweep results: voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms")
+      ->needs(sw);
+  c->add_flag("--layers", a.layers, "Per-layer times (Engine::profile_layers)");
+  c->add_flag("--no-cuda-graph", a.no_cuda_graph, "CUDA: launch kernels directly instead of replaying a CUDA graph");
+  f->needs(i);
+  i->needs(f);
+  f->excludes(s);
+  f->excludes(sw);
+  s->excludes(sw);
+  return c;
+}
+
+namespace {
+
+struct Input {
+  Tensor features, indices;
+  Int3 grid{0, 0, 0};
+  std::string label;
+};
+
+synth::FrameOptions synth_options(const BenchArgs& a, const Graph& graph, const std::string& order) {
+  const int32_t channels = graph.inputs.empty() ? 5 : graph.values[size_t(graph.inputs[0])].channels;
+  std::string preset = a.preset;
+  if (preset.empty()) preset = channels == 4 ? "kitti" : "nuscenes";
+  synth::FrameOptions o = preset == "kitti" ? synth::FrameOptions::kitti() : synth::FrameOptions::nuscenes();
+  SCN_CHECK(channels == 4 || channels == 5, graph.source, ": the model's input has ", channels,
+            " channels; synthetic frames have 4 or 5");
+  o.channels = channels;
+  o.seed = a.seed;
+  o.order = order == "xyz" ? synth::IndexOrder::Xyz : synth::IndexOrder::Zyx;
+  if (!a.grid.empty()) {
+    const Int3 g = parse_grid(a.grid);
+    o.grid_zyx = order == "xyz" ? std::array<int32_t, 3>{g[2], g[1], g[0]} : std::array<int32_t, 3>{g[0], g[1], g[2]};
+  }
+  return o;
+}
+
+Input synthetic_input(const synth::FrameOptions& base, int64_t voxels, int batch) {
+  synth::FrameOptions o = base;
+  o.voxels = voxels;
+  const synth::Frame f = batch > 1 ? synth::generate_batch(o, batch) : synth::generate_frame(o);
+  Input in;
+  in.features = synth::features_tensor(f);
+  in.indices = synth::indices_tensor(f);
+  in.grid = {f.grid[0], f.grid[1], f.grid[2]};
+  in.label = batch > 1 ? std::to_string(batch) + " synthetic frames of " + std::to_string(voxels) + " voxels"
+                       : "synthetic frame of " + std::to_string(voxels) + " voxels";
+  in.label += " (seed " + std::to_string(base.seed) + ")";
+  return in;
+}
+
+std::string ms3(double v) { return fixed(v, 3); }
+
+}  // namespace
+
+int run_bench(const BenchArgs& a) {
+  SCN_CHECK(!a.features.empty() || a.synthetic > 0 || !a.sweep.empty(),
+            "give an input: --features/--indices/--grid, --synthetic N or --sweep N1,N2,...");
+  SCN_CHECK(a.features.empty() || !a.grid.empty(), "--features/--indices need --grid");
+  const int64_t t_parse = now_ns();
+  EngineBuilder builder = parse_onnx(a.model);
+  const double parse_ms = ms_since(t_parse);
+  const Graph& graph = builder.graph();
+  SCN_CHECK(graph.inputs.size() == 1, a.model, ": the model has ", graph.inputs.size(),
+            " inputs; scn bench binds exactly one");
+  const std::string order = model_index_order(graph);
+  const std::vector<int64_t> sweep = a.sweep.empty() ? std::vector<int64_t>{} : parse_count_list(a.sweep);
+
+  // The first input (or every sweep point) is known before building, so capacities fit.
+  std::vector<Input> inputs;
+  synth::FrameOptions so;
+  if (!a.features.empty()) {
+    Input in;
+    in.features = Tensor::load(a.features);
+    in.indices = Tensor::load(a.indices);
+    in.grid = parse_grid(a.grid);
+    in.label = a.features + " + " + a.indices;
+    inputs.push_back(in);
+  } else {
+    so = synth_options(a, graph, order);
+    if (a.synthetic > 0) inputs.push_back(synthetic_input(so, a.synthetic, a.batch));
+  }
+  int64_t max_voxels = 0;
+  for (const Input& in : inputs) max_voxels = std::max<int64_t>(max_voxels, in.indices.ndim() == 2 ? in.indices.dim(0) : 0);
+  for (int64_t v : sweep) max_voxels = std::max<int64_t>(max_voxels, v * a.batch);
+
+  BuildOptions opts;
+  opts.backend = parse_backend(a.device);
+  opts.precision = parse_precision(a.precision);
+  opts.num_threads = a.threads;
+  opts.max_batch = a.batch;
+  opts.max_input_voxels = max_voxels;
+  opts.cuda_graph = !a.no_cuda_graph;
+  const int64_t t_build = now_ns();
+  std::unique_ptr<Engine> engine = builder.build(opts);
+  const double build_ms = ms_since(t_build);
+
+  std::printf("model      %s (%zu nodes, %s order)\n", a.model.c_str(), graph.nodes.size(), order.c_str());
+  std::printf("backend    %s, precision %s%s\n", backend_name(engine->backend()), precision_name(engine->precision()),
+              engine->backend() == Backend::Cuda ? (opts.cuda_graph ? ", CUDA graph" : ", no CUDA graph") : "");
+  std::printf("build      %.1f ms (parse %.1f ms)\n", parse_ms + build_ms, parse_ms);
+
+  std::ostringstream runs_csv;
+  runs_csv << "voxels,run,ms\n";
+  auto record_runs = [&](int64_t voxels, const std::vector<double>& ms) {
+    for (size_t r = 0; r < ms.size(); ++r) runs_csv << voxels << ',' << r << ',' << fixed(ms[r], 6) << '\n';
+  };
+  InputLabels labels;
+  labels.features = a.features.empty() ? "synthetic features" : a.features;
+  labels.indices = a.indices.empty() ? "synthetic indices" : a.indices;
+
+  OutputSet files;
+  std::string sweep_error;
+  if (sweep.empty()) {
+    const Input& in = inputs.front();
+    engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
+    std::printf("input      %s: features %s, indices %s, grid %s, batch %d\n", in.label.c_str(),
+                describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
+                a.batch);
+    const std::vector<double> ms = engine->time_forward(a.warmup, a.runs);
+    const Stats st = compute_stats(ms);
+    std::printf("latency    median %s ms, p99 %s ms, mean %s ms, min %s ms, max %s ms, std %s ms (%d runs after %d "
+                "warm-up)\n",
+                ms3(st.median).c_str(), ms3(st.p99).c_str(), ms3(st.mean).c_str(), ms3(st.min).c_str(),
+                ms3(st.max).c_str(), ms3(st.stddev).c_str(), a.runs, a.warmup);
+    if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+    record_runs(in.indices.dim(0), ms);
+
+    if (a.layers) {
+      const std::vector<LayerTiming> layers = engine->profile_layers();
+      if (layers.empty()) {
+        std::printf("\nlayers     the %s backend does not report per-layer times\n", backend_name(engine->backend()));
+      } else {
+        double total = 0;
+        for (const LayerTiming& l : layers) total += l.ms;
+        Table t({"node", "op", "algorithm", "ms", "share"});
+        for (const LayerTiming& l : layers)
+          t.add({l.node, l.op, l.algorithm, ms3(l.ms), fixed(total > 0 ? 100.0 * l.ms / total : 0.0, 1) + " %"});
+        t.add({"total", "", "", ms3(total), "100.0 %"});
+        std::printf("\nper-layer times (one profiled forward, step by step):\n%s", t.str("  ").c_str());
+      }
+    }
+  } else {
+    std::printf("sweep      %zu synthetic frames (seed %llu, %s), %d warm-up + %d runs each\n", sweep.size(),
+                static_cast<unsigned long long>(a.seed), order.c_str(), a.warmup, a.runs);
+    Table t({"voxels", "median ms", "p99 ms", "mean ms", "min ms", "gen ms"});
+    std::ostringstream sweep_csv;
+    sweep_csv << "voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms\n";
+    for (int64_t v : sweep) {
+      // A failing point ends the sweep; the points before it are still reported and written.
+      Input in;
+      double gen_ms = 0;
+      std::vector<double> ms;
+      try {
+        const int64_t t_gen = now_ns();
+        in = synthetic_input(so, v, a.batch);
+        gen_ms = ms_since(t_gen);
+        engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
+        ms = engine->time_forward(a.warmup, a.runs);
+      } catch (const std::exception& e) {
+        sweep_error = "sweep stopped at " + std::to_string(v) + " voxels: " + e.what();
+        break;
+      }
+      const Stats st = compute_stats(ms);
+      const int64_t n = in.indices.dim(0);
+      t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1)});
+      std::printf("  %8lld voxels: median %s ms\n", static_cast<long long>(n), ms3(st.median).c_str());
+      std::fflush(stdout);
+      sweep_csv << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','
+                << fixed(st.mean, 6) << ',' << fixed(st.min, 6) << ',' << fixed(st.max, 6) << '\n';
+      record_runs(n, ms);
+    }
+    if (!t.empty()) std::printf("\n%s", t.str("  ").c_str());
+    if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+    if (!a.sweep_csv.empty()) files.add_text(a.sweep_csv, sweep_csv.str());
+  }
+  if (!a.csv.empty()) files.add_text(a.csv, runs_csv.str());
+  for (const std::string& p : files.commit()) std::printf("wrote      %s\n", p.c_str());
+  if (!sweep_error.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "scn bench: %s\n", sweep_error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace scn::cli

@@ -1,0 +1,137 @@
+// scn run MODEL.onnx --features F --indices I --grid G: one forward, outputs written as .tensor.
+#include <cstdio>
+
+#include "commands.h"
+#include "common.h"
+#include "scn/onnx.h"
+
+namespace scn::cli {
+
+CLI::App* add_run(CLI::App& app, RunArgs& a) {
+  CLI::App* c = app.add_subcommand("run", "Run a model on one sparse input and write its outputs");
+  c->add_option("model", a.model, "ONNX model (NVIDIA SCN schema)")->required()->check(CLI::ExistingFile);
+  c->add_option("--features", a.features, "Voxel features [N, C], float16 or float32 .tensor")->required();
+  c->add_option("--indices", a.indices, "Voxel indices [N, 4] int32 .tensor (batch, i0, i1, i2)")->required();
+  c->add_option("--grid", a.grid, "Spatial shape in the model's index order, e.g. 41x1440x1440")
+      ->required()
+      ->check(grid_validator());
+  c->add_option("--batch", a.batch, "Batch size (indices' column 0 lies in 0..B-1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  c->add_option("--precision", a.precision, "Activation precision")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "int8"}));
+  c->add_option("--device", a.device, "Backend")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  c->add_option("--output", a.output,
+                "Write output 0 here (float32 for fp32, else float16); a sparse output also writes "
+                "<name>.indices.tensor");
+  c->add_option("--output-dir", a.output_dir,
+                "Write every output to DIR/<output name>.tensor (+ .indices.tensor for sparse ones)")
+      ->check(CLI::ExistingDirectory);
+  c->add_option("--repeat", a.repeat, "Forward runs to time (median / min are reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  c->add_option("--threads", a.threads, "CPU backend threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  return c;
+}
+
+namespace {
+
+// Host copy in the requested file dtype.
+Tensor to_file_dtype(const Tensor& t, DType dtype, const std::string& what) {
+  const Tensor host = t.to(Device::Host);
+  if (host.dtype() == dtype) return host;
+  SCN_CHECK(host.dtype() == DType::Float16 || host.dtype() == DType::Float32, what, " is ",
+            dtype_name(host.dtype()), "; only float outputs can be converted to ", dtype_name(dtype));
+  return host.to_dtype(dtype);
+}
+
+}  // namespace
+
+int run_run(const RunArgs& a) {
+  const Tensor features = Tensor::load(a.features);
+  const Tensor indices = Tensor::load(a.indices);
+  const Int3 grid = parse_grid(a.grid);
+
+  BuildOptions opts;
+  opts.backend = parse_backend(a.device);
+  opts.precision = parse_precision(a.precision);
+  opts.num_threads = a.threads;
+  opts.max_batch = a.batch;
+  if (indices.ndim() == 2) opts.max_input_voxels = indices.dim(0);
+
+  const int64_t t_parse = now_ns();
+  EngineBuilder builder = parse_onnx(a.model);
+  const double parse_ms = ms_since(t_parse);
+  const int64_t t_build = now_ns();
+  std::unique_ptr<Engine> engine = builder.build(opts);
+  const double build_ms = ms_since(t_build);
+  SCN_CHECK(engine->num_inputs() == 1, a.model, ": the model has ", engine->num_inputs(),
+            " inputs; scn run binds exactly one");
+
+  InputLabels labels;
+  labels.features = a.features;
+  labels.indices = a.indices;
+  engine->set_input(0, features, indices, grid, a.batch, labels);
+
+  // The first forward also yields the outputs; later ones only time.
+  std::vector<double> times;
+  const int64_t t0 = now_ns();
+  engine->forward();
+  engine->check_errors();
+  times.push_back(ms_since(t0));
+  if (a.repeat > 1) {
+    const std::vector<double> more = engine->time_forward(0, a.repeat - 1);
+    times.insert(times.end(), more.begin(), more.end());
+  }
+  const Stats st = compute_stats(times);
+
+  const DType file_dtype = opts.precision == Precision::Fp32 ? DType::Float32 : DType::Float16;
+  OutputSet files;
+  std::vector<std::string> output_lines;
+  for (int i = 0; i < engine->num_outputs(); ++i) {
+    const bool to_single = i == 0 && !a.output.empty();
+    const bool to_dir = !a.output_dir.empty();
+    const std::string name = engine->output_name(i);
+    const bool sparse = engine->output_is_sparse(i);
+    const std::string what = "output '" + name + "'";
+    const Tensor out = to_file_dtype(engine->output(i), file_dtype, what);
+    Tensor idx;
+    if (sparse) idx = engine->output_indices(i).to(Device::Host);
+    std::string line = what + (sparse ? " (sparse)" : "") + ": " + describe_tensor(out);
+    if (sparse) line += ", indices " + describe_tensor(idx);
+    std::vector<std::string> paths;
+    if (to_single) paths.push_back(a.output);
+    if (to_dir) paths.push_back(a.output_dir + "/" + file_safe(name) + ".tensor");
+    for (const std::string& p : paths) {
+      files.add_tensor(p, out);
+      line += " -> " + p;
+      if (sparse) {
+        files.add_tensor(indices_path_for(p), idx);
+        line += " + " + indices_path_for(p);
+      }
+    }
+    output_lines.push_back(line);
+  }
+  files.commit();
+
+  std::printf("model       %s (%zu nodes)\n", a.model.c_str(), engine->graph().nodes.size());
+  std::printf("input '%s'   features %s: %s\n", engine->input_name(0).c_str(), a.features.c_str(),
+              describe_tensor(features).c_str());
+  std::printf("            indices  %s: %s, grid %s, batch %d\n", a.indices.c_str(),
+              describe_tensor(indices).c_str(), int3_string(grid).c_str(), a.batch);
+  std::printf("backend     %s, precision %s\n", backend_name(engine->backend()), precision_name(engine->precision()));
+  std::printf("build       %.1f ms (parse %.1f ms, build %.1f ms)\n", parse_ms + build_ms, parse_ms, build_ms);
+  if (st.count > 1)
+    std::printf("forward     median %.3f ms, min %.3f ms over %lld runs (first %.3f ms)\n", st.median, st.min,
+                static_cast<long long>(st.count), times.front());
+  else
+    std::printf("forward     %.3f ms (first run)\n", times.front());
+  if (const size_t ws = engine->workspace_bytes()) std::printf("workspace   %s\n", format_bytes(double(ws)).c_str());
+  for (const std::string& l : output_lines) std::printf("%s\n", l.c_str());
+  return 0;
+}
+
+}  // namespace scn::cli

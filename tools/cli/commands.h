@@ -1,0 +1,80 @@
+// The `scn` subcommands. Each add_* registers its options on the app; each run_* executes after
+// a successful parse and returns the exit code (scn::Error and other exceptions propagate to
+// main, which prints "scn <command>: <message>" and exits with 1).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace scn::cli {
+
+/// CLI11 validators shared by the commands (a failure is a usage error: exit code 2).
+CLI::Validator grid_validator();
+CLI::Validator count_list_validator();
+
+struct RunArgs {
+  std::string model, features, indices, grid;
+  int batch = 1;
+  std::string precision = "fp16", device = "auto";
+  std::string output, output_dir;
+  int repeat = 1;
+  int threads = 0;
+};
+CLI::App* add_run(CLI::App& app, RunArgs& a);
+int run_run(const RunArgs& a);
+
+struct CompareArgs {
+  std::string a, b;
+  std::string indices_a, indices_b;
+  bool detail = false;
+  /// Bounds; NaN = not given.
+  double max_rel_l2 = std::numeric_limits<double>::quiet_NaN();
+  double min_cosine = std::numeric_limits<double>::quiet_NaN();
+  double max_abs = std::numeric_limits<double>::quiet_NaN();
+  int top = 10;
+};
+CLI::App* add_compare(CLI::App& app, CompareArgs& a);
+int run_compare(const CompareArgs& a);
+
+struct InspectArgs {
+  std::string model;
+  std::string grid;
+  int batch = 1;
+  bool attrs = false;
+};
+CLI::App* add_inspect(CLI::App& app, InspectArgs& a);
+int run_inspect(const InspectArgs& a);
+
+struct SynthArgs {
+  int64_t voxels = 0;
+  uint64_t seed = 0;
+  std::string order = "zyx", preset = "nuscenes", trim = "random";
+  std::string features, indices;
+  int batch_index = 0, batch_size = 1;
+  std::string grid;
+  int channels = 0;
+  bool quiet = false;
+};
+CLI::App* add_synth(CLI::App& app, SynthArgs& a);
+int run_synth(const SynthArgs& a);
+
+struct BenchArgs {
+  std::string model, features, indices, grid;
+  int64_t synthetic = 0;
+  uint64_t seed = 0;
+  std::string preset;
+  int batch = 1;
+  std::string precision = "fp16", device = "auto";
+  int warmup = 20, runs = 200, threads = 0;
+  std::string sweep, csv, sweep_csv;
+  bool layers = false;
+  bool no_cuda_graph = false;
+};
+CLI::App* add_bench(CLI::App& app, BenchArgs& a);
+int run_bench(const BenchArgs& a);
+
+}  // namespace scn::cli

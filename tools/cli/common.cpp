@@ -1,0 +1,235 @@
+#include "common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace scn::cli {
+
+namespace {
+
+bool parse_int(const std::string& s, int64_t& out) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur.push_back(c);
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+}  // namespace
+
+Int3 parse_grid(const std::string& text) {
+  std::string lower = text;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::vector<std::string> parts = split(lower, 'x');
+  Int3 g{0, 0, 0};
+  bool ok = parts.size() == 3;
+  for (size_t i = 0; ok && i < 3; ++i) {
+    int64_t v = 0;
+    ok = parse_int(parts[i], v) && v >= 1 && v <= 0x7fffffff;
+    g[i] = int32_t(v);
+  }
+  SCN_CHECK(ok, "grid '", text, "' must look like D0xD1xD2 with positive sizes, e.g. 41x1440x1440");
+  return g;
+}
+
+std::vector<int64_t> parse_count_list(const std::string& text) {
+  const std::vector<std::string> parts = split(text, ',');
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == "...") {
+      SCN_CHECK(out.size() >= 2 && i + 1 < parts.size(), "count list '", text,
+                "': '...' needs two values before it and one after it");
+      const int64_t step = out[out.size() - 1] - out[out.size() - 2];
+      int64_t last = 0;
+      SCN_CHECK(parse_int(parts[i + 1], last), "count list '", text, "': '", parts[i + 1],
+                "' is not a positive integer");
+      SCN_CHECK(step > 0 && last >= out.back(), "count list '", text,
+                "': '...' needs increasing values");
+      SCN_CHECK((last - out.back()) / step < 100000, "count list '", text, "' is too long");
+      for (int64_t v = out.back() + step; v < last; v += step) out.push_back(v);
+      continue;
+    }
+    int64_t v = 0;
+    SCN_CHECK(parse_int(parts[i], v) && v > 0, "count list '", text, "': '", parts[i],
+              "' is not a positive integer");
+    out.push_back(v);
+  }
+  return out;
+}
+
+Stats compute_stats(std::vector<double> v) {
+  Stats s;
+  s.count = int64_t(v.size());
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.p99 = v[std::min(n - 1, size_t(std::ceil(0.99 * double(n))) - 1)];
+  s.min = v.front();
+  s.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / double(n);
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.stddev = std::sqrt(sq / double(n));
+  return s;
+}
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string describe_tensor(const Tensor& t) {
+  return std::string(dtype_name(t.dtype())) + " " + t.shape_string();
+}
+
+std::string Table::str(const std::string& indent) const {
+  std::vector<size_t> w(header_.size(), 0);
+  auto widen = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < w.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  };
+  widen(header_);
+  for (const auto& r : rows_) widen(r);
+  std::ostringstream os;
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string l = indent;
+    for (size_t i = 0; i < w.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      l += cell;
+      if (i + 1 < w.size()) l += std::string(w[i] - cell.size() + 2, ' ');
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    os << l << '\n';
+  };
+  line(header_);
+  std::vector<std::string> rule;
+  for (size_t x : w) rule.push_back(std::string(x, '-'));
+  line(rule);
+  for (const auto& r : rows_) line(r);
+  return os.str();
+}
+
+void OutputSet::add_tensor(std::string path, Tensor tensor) {
+  Item it;
+  it.path = std::move(path);
+  it.tensor = std::move(tensor);
+  items_.push_back(std::move(it));
+}
+
+void OutputSet::add_text(std::string path, std::string text) {
+  Item it;
+  it.path = std::move(path);
+  it.text = std::move(text);
+  it.is_text = true;
+  items_.push_back(std::move(it));
+}
+
+std::vector<std::string> OutputSet::commit() {
+  for (size_t i = 0; i < items_.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      SCN_CHECK(items_[i].path != items_[j].path, items_[i].path, ": two outputs would be written to this file");
+  std::vector<std::string> written;
+  try {
+    for (const Item& it : items_) {
+      if (it.is_text)
+        write_text_file(it.path, it.text);
+      else
+        it.tensor.save(it.path);
+      written.push_back(it.path);
+    }
+  } catch (...) {
+    for (const std::string& p : written) std::remove(p.c_str());
+    throw;
+  }
+  return written;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    SCN_CHECK(f.good(), path, ": cannot open for writing");
+    f << text;
+    f.flush();
+    if (!f.good()) {
+      f.close();
+      std::remove(tmp.c_str());
+      SCN_FAIL(path, ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    SCN_FAIL(path, ": cannot rename the written file into place");
+  }
+}
+
+std::string indices_path_for(const std::string& p) {
+  const std::string ext = ".tensor";
+  if (p.size() > ext.size() && p.compare(p.size() - ext.size(), ext.size(), ext) == 0)
+    return p.substr(0, p.size() - ext.size()) + ".indices.tensor";
+  return p + ".indices.tensor";
+}
+
+std::string file_safe(const std::string& name) {
+  std::string s;
+  for (char c : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    s.push_back(ok ? c : '_');
+  }
+  if (s.empty() || s == "." || s == "..") s = "output" + s;
+  return s;
+}
+
+std::string model_index_order(const Graph& graph) {
+  for (const Node& n : graph.nodes)
+    if (n.op == OpType::ScatterDense) return n.dense.format;
+  return "zyx";
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double ms_since(int64_t since_ns) { return double(now_ns() - since_ns) * 1e-6; }
+
+}  // namespace scn::cli
