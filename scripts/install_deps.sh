@@ -3,7 +3,7 @@
 # The CUDA toolkit is not installed here: scn builds its CUDA backend when nvcc is found.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ protobuf-compiler libprotobuf-dev libonnx-dev libcli11-dev libgtest-dev
-      python3-torch python3-onnx python3-numpy python3-pytest python3-matplotlib)
+      python3-torch python3-onnx python3-numpy python3-pytest python3-matplotlib python3-venv python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,11 +10,16 @@
   with ``raw_data`` (little endian).
 * Attributes are written through ``onnx.helper.make_node`` (sorted by name); ``rulebook`` only when the
   layer has a key.
+* Concat (scn extension; NVIDIA's engine has none): channel concatenation of sparse tensors on the same
+  sites, attribute ``axis = 1``, node names ``concat{i}``.
+* Graph outputs: every value in ``graph.outputs`` (default: the last one), in that order. A dense output
+  is FLOAT16 with its shape; a sparse output is its features, FLOAT16 ``[M{k}, C]`` (``M{k}`` a dim_param:
+  the site count is known only at run time); the engine returns its indices beside them.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
 import onnx
@@ -34,8 +39,11 @@ def _fp16_initializer(name: str, value: np.ndarray) -> TensorProto:
 
 
 def to_onnx(graph: Graph, num_voxels: Union[int, str] = "N", output_bound: int = OUTPUT_BOUND,
-            precision: str = PRECISION) -> onnx.ModelProto:
-    """Build the ONNX ModelProto of ``graph``. ``num_voxels``: the input's first dim (int or dim_param)."""
+            precision: str = PRECISION, output_names: Optional[Sequence[str]] = None) -> onnx.ModelProto:
+    """Build the ONNX ModelProto of ``graph``. ``num_voxels``: the input's first dim (int or dim_param);
+    ``output_names``: per graph output a description stored as its ``doc_string`` (e.g. "x_conv4")."""
+    if output_names is not None and len(output_names) != len(graph.output_ids()):
+        raise ValueError(f"{len(output_names)} output names for {len(graph.output_ids())} outputs")
     info = graph.value_info()
     counters: Dict[str, int] = {}
 
@@ -89,6 +97,8 @@ def to_onnx(graph: Graph, num_voxels: Union[int, str] = "N", output_bound: int =
                                           output_precision=precision))
         elif n.op == "relu":
             nodes.append(helper.make_node("Relu", ins, out, node_name("relu")))
+        elif n.op == "concat":
+            nodes.append(helper.make_node("Concat", ins, out, node_name("concat"), axis=1))
         elif n.op == "scatter":
             nodes.append(helper.make_node("ScatterDense", ins, out, node_name("scatter"),
                                           input_spatial_shape=list(info[n.inputs[0]]["spatial_shape"]),
@@ -97,19 +107,29 @@ def to_onnx(graph: Graph, num_voxels: Union[int, str] = "N", output_bound: int =
             nodes.append(helper.make_node(n.op.capitalize(), ins, out, node_name(n.op), dims=list(n.dims)))
         else:
             raise ValueError(f"node {j}: unknown op {n.op!r}")
+        source = n.name or (n.conv.name if n.conv is not None else "")
+        if source:
+            nodes[-1].doc_string = source  # where the node came from (module name); read by no parser
 
     inputs = [helper.make_tensor_value_info("0", TensorProto.FLOAT16, [num_voxels, graph.in_channels])]
-    outputs = [helper.make_tensor_value_info(str(len(graph.nodes)), TensorProto.FLOAT16,
-                                             list(info[-1]["shape"]))]
+    outputs = []
+    for k, v in enumerate(graph.output_ids()):
+        shape = list(info[v]["shape"]) if info[v]["kind"] == "dense" else [f"M{k}", info[v]["channels"]]
+        outputs.append(helper.make_tensor_value_info(str(v), TensorProto.FLOAT16, shape,
+                                                     doc_string=output_names[k] if output_names else ""))
+    if len(set(graph.output_ids())) != len(graph.output_ids()):
+        raise ValueError(f"graph outputs {graph.output_ids()} name a value twice")
+    if 0 in graph.output_ids():
+        raise ValueError("the graph input cannot be a graph output")
     g = helper.make_graph(nodes, "scn", inputs, outputs, initializer=inits)
     return helper.make_model(g, opset_imports=[helper.make_operatorsetid("ai.onnx", 11)],
                              producer_name="pytorch")
 
 
 def export_onnx(graph: Graph, path: str, num_voxels: Union[int, str] = "N",
-                output_bound: int = OUTPUT_BOUND) -> onnx.ModelProto:
+                output_bound: int = OUTPUT_BOUND, output_names: Optional[Sequence[str]] = None) -> onnx.ModelProto:
     """Write ``graph`` to ``path`` (no onnx.checker: the custom ops are in the default domain)."""
-    model = to_onnx(graph, num_voxels=num_voxels, output_bound=output_bound)
+    model = to_onnx(graph, num_voxels=num_voxels, output_bound=output_bound, output_names=output_names)
     onnx.save_model(model, path)
     return model
 
@@ -175,6 +195,10 @@ def graph_from_onnx(model: Union[str, onnx.ModelProto], grid=None, batch_size: O
             weights.append((w, b))
         elif n.op_type in ("Add", "Relu"):
             nodes.append(Node(n.op_type.lower(), ins))
+        elif n.op_type == "Concat":
+            if a.get("axis", 1) not in (1, -1):
+                raise ValueError(f"node {n.name}: Concat axis {a.get('axis')} (only 1 / -1: channels)")
+            nodes.append(Node("concat", ins))
         elif n.op_type == "ScatterDense":
             order = a.get("format", "zyx")
             if first_batch is None:
@@ -190,8 +214,12 @@ def graph_from_onnx(model: Union[str, onnx.ModelProto], grid=None, batch_size: O
     grid = tuple(grid) if grid is not None else first_grid
     if grid is None:
         raise ValueError("cannot tell the grid: pass grid=")
+    try:
+        outputs = [value_id[o.name] for o in g.output]
+    except KeyError as e:
+        raise ValueError(f"graph output {e} is not produced by any node") from None
     graph = Graph("onnx", order or "zyx", grid, batch_size or first_batch or 1,  # type: ignore[arg-type]
-                  int(dims[1].dim_value), nodes, weights)
+                  int(dims[1].dim_value), nodes, weights, outputs)
     info = graph.value_info()
     for n, (j, node) in zip(g.node, enumerate(nodes)):  # check the informational shapes
         a = _attrs(n)

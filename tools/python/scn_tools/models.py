@@ -43,133 +43,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
-import torch
 
 from scn_tools import reference as ref
+from scn_tools.graph import (ORDERS, Conv, Graph, Int3, LayerStat, Node, evaluate, kernel_map_stats, run_graph,
+                             run_graph_outputs)
+from scn_tools.graph import REVERSE5 as _REVERSE5
 
-Int3 = Tuple[int, int, int]
-ORDERS = ("zyx", "xyz")
+# the graph IR and the interpreter live in scn_tools.graph; re-exported here for existing callers
+__all__ = ["ORDERS", "MODELS", "NUSCENES_INPUT_SCALE", "RESIDUAL_BRANCH_GAIN", "Conv", "Node", "Graph", "ModelSpec",
+           "LayerStat", "evaluate", "run_graph", "run_graph_outputs", "kernel_map_stats", "synthetic_weights",
+           "centerpoint", "bevfusion", "build_graph", "ref"]
+
 MODELS = ("centerpoint", "bevfusion")
 
 #: RMS of the 5 nuScenes voxel features (x, y, z, intensity, time-lag) measured on the shared frame.
 NUSCENES_INPUT_SCALE = (10.0, 11.0, 1.6, 25.0, 0.26)
 
-_REVERSE5 = (0, 1, 4, 3, 2)
-
 #: extra scale of the last conv of a residual branch (folded-BN gamma of the block's second BN), so
 #: a SparseBasicBlock grows its input's RMS only mildly
-RESIDUAL_BRANCH_GAIN = 0.5  # dense [B, C, a0, a1, a2] of one order -> the other order
-
-
-@dataclass(frozen=True)
-class Conv:
-    """One sparse convolution (in the index order of the graph it belongs to)."""
-
-    kind: str  # "subm" | "conv" | "inverse"
-    in_channels: int
-    out_channels: int
-    kernel_size: Int3
-    stride: Int3 = (1, 1, 1)
-    padding: Int3 = (0, 0, 0)
-    dilation: Int3 = (1, 1, 1)
-    key: Optional[str] = None  # spconv indice_key / ONNX rulebook
-    activation: str = "None"  # "ReLU" | "None"
-    name: str = ""  # module name in the source model (informational)
-
-    def reversed(self) -> "Conv":
-        """The same conv with its three spatial axes reversed (zyx <-> xyz)."""
-        return replace(self, kernel_size=self.kernel_size[::-1], stride=self.stride[::-1],
-                       padding=self.padding[::-1], dilation=self.dilation[::-1])
-
-
-@dataclass(frozen=True)
-class Node:
-    """A graph node. ``inputs`` are value ids (0 = graph input, node j -> value j + 1)."""
-
-    op: str  # "conv" | "add" | "relu" | "scatter" | "transpose" | "reshape"
-    inputs: Tuple[int, ...]
-    conv: Optional[Conv] = None
-    dims: Tuple[int, ...] = ()  # transpose permutation / reshape target / scatter output_shape
-    format: str = ""  # scatter: index order of its input
-
-
-@dataclass
-class Graph:
-    """A model in one index order, ready for export and reference evaluation."""
-
-    name: str
-    order: str
-    grid: Int3
-    batch_size: int
-    in_channels: int
-    nodes: List[Node]
-    weights: List[Tuple[np.ndarray, np.ndarray]]  # per conv (node order): fp16 [Cout,k0,k1,k2,Cin], [Cout]
-
-    def convs(self) -> List[Conv]:
-        return [n.conv for n in self.nodes if n.op == "conv"]  # type: ignore[misc]
-
-    def value_info(self) -> List[dict]:
-        """Shape inference: per value a dict ``{"kind": "sparse", "channels", "spatial_shape"}`` or
-        ``{"kind": "dense", "shape"}``. Raises ValueError on an inconsistent graph."""
-        vals: List[dict] = [{"kind": "sparse", "channels": self.in_channels, "spatial_shape": self.grid}]
-        conv_in_shape: Dict[str, Int3] = {}  # key -> input spatial shape of the regular conv that stored it
-        for j, n in enumerate(self.nodes):
-            ins = [vals[i] for i in n.inputs]
-            if any(i > j for i in n.inputs):
-                raise ValueError(f"node {j} reads a value that is not computed yet")
-            if n.op == "conv":
-                c, x = n.conv, ins[0]
-                assert c is not None
-                if x["kind"] != "sparse" or x["channels"] != c.in_channels:
-                    raise ValueError(f"node {j}: conv expects {c.in_channels} sparse channels, got {x}")
-                if c.kind == "subm":
-                    shape = x["spatial_shape"]
-                elif c.kind == "conv":
-                    shape = ref.conv_output_shape(x["spatial_shape"], c.kernel_size, c.stride, c.padding,
-                                                  c.dilation)
-                    if c.key is not None:
-                        conv_in_shape[c.key] = x["spatial_shape"]
-                elif c.kind == "inverse":
-                    if c.key not in conv_in_shape:
-                        raise ValueError(f"node {j}: inverse conv key {c.key!r} names no earlier regular conv")
-                    shape = conv_in_shape[c.key]
-                else:
-                    raise ValueError(f"node {j}: unknown conv kind {c.kind!r}")
-                vals.append({"kind": "sparse", "channels": c.out_channels, "spatial_shape": tuple(shape),
-                             "input_spatial_shape": x["spatial_shape"]})
-            elif n.op in ("add", "relu"):
-                if any(v["kind"] != "sparse" for v in ins):
-                    raise ValueError(f"node {j}: {n.op} needs sparse inputs")
-                if n.op == "add" and (ins[0]["channels"] != ins[1]["channels"]
-                                      or ins[0]["spatial_shape"] != ins[1]["spatial_shape"]):
-                    raise ValueError(f"node {j}: add of mismatched tensors {ins}")
-                vals.append({k: v for k, v in ins[0].items() if k != "input_spatial_shape"})
-            elif n.op == "scatter":
-                x = ins[0]
-                want = (self.batch_size, x["channels"]) + tuple(x["spatial_shape"])
-                if tuple(n.dims) != want:
-                    raise ValueError(f"node {j}: scatter output_shape {n.dims} != {want}")
-                vals.append({"kind": "dense", "shape": want, "input_spatial_shape": x["spatial_shape"]})
-            elif n.op == "transpose":
-                shp = ins[0]["shape"]
-                if sorted(n.dims) != list(range(len(shp))):
-                    raise ValueError(f"node {j}: bad permutation {n.dims}")
-                vals.append({"kind": "dense", "shape": tuple(shp[d] for d in n.dims)})
-            elif n.op == "reshape":
-                shp = ins[0]["shape"]
-                if math.prod(n.dims) != math.prod(shp):
-                    raise ValueError(f"node {j}: reshape {shp} -> {n.dims} changes the element count")
-                vals.append({"kind": "dense", "shape": tuple(n.dims)})
-            else:
-                raise ValueError(f"node {j}: unknown op {n.op!r}")
-        return vals
-
-    @property
-    def output_shape(self) -> Tuple[int, ...]:
-        return tuple(self.value_info()[-1]["shape"])
+RESIDUAL_BRANCH_GAIN = 0.5
 
 
 @dataclass
@@ -325,109 +220,3 @@ def build_graph(model: str, order: str, grid: Sequence[int], seed: int = 0, batc
     native_grid = g if order == native else g[::-1]
     make = centerpoint if model == "centerpoint" else bevfusion
     return make(native_grid, seed, batch_size, in_channels, input_scale).graph(order)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Reference interpreter
-# ---------------------------------------------------------------------------------------------------
-
-@dataclass
-class LayerStat:
-    node: int
-    name: str
-    kind: str
-    key: Optional[str]
-    in_sites: int
-    out_sites: int
-    out_shape: Int3
-    pairs: int
-    std: float
-
-
-def run_graph(graph: Graph, features, indices, collect_stats: bool = False):
-    """Evaluate ``graph`` with the float64 reference.
-
-    ``features`` [N, Cin] are rounded to float16 (the ONNX input type) and upcast to float64; ``indices``
-    [N, 4] int32 in the graph's index order. Returns the final dense float64 tensor, and with
-    ``collect_stats`` also a list of :class:`LayerStat` (one per conv).
-    """
-    feats = torch.as_tensor(np.asarray(features)).to(torch.float16).to(torch.float64)
-    idx = torch.as_tensor(np.asarray(indices))
-    if idx.dtype != torch.int32:
-        raise ValueError(f"indices must be int32, got {idx.dtype}")
-    if feats.dim() != 2 or feats.shape[1] != graph.in_channels:
-        raise ValueError(f"features must be [N, {graph.in_channels}], got {tuple(feats.shape)}")
-    x = ref.SparseTensor(feats, idx, graph.grid, graph.batch_size)
-    values: List[object] = [x]
-    stats: List[LayerStat] = []
-    conv_i = 0
-    for j, n in enumerate(graph.nodes):
-        ins = [values[i] for i in n.inputs]
-        if n.op == "conv":
-            c = n.conv
-            assert c is not None
-            w16, b16 = graph.weights[conv_i]
-            conv_i += 1
-            w = torch.from_numpy(w16.astype(np.float64))
-            b = torch.from_numpy(b16.astype(np.float64))
-            src = ins[0]
-            if c.kind == "subm":  # stride / padding attributes are ignored: spconv forces 1 and (K//2)*dil
-                y = ref.subm_conv3d(src, w, b, c.dilation, c.key, c.activation)
-            elif c.kind == "conv":
-                y = ref.sparse_conv3d(src, w, b, c.stride, c.padding, c.dilation, c.key, c.activation)
-            else:
-                y = ref.sparse_inverse_conv3d(src, w, b, c.key, c.activation)
-            if collect_stats:
-                pairs = y.kernel_map.num_pairs if y.kernel_map is not None else -1
-                stats.append(LayerStat(j, c.name, c.kind, c.key, src.num_sites, y.num_sites, y.spatial_shape,
-                                       pairs, float(y.features.std()) if y.num_sites > 1 else 0.0))
-            values.append(y)
-        elif n.op == "add":
-            values.append(ref.add(ins[0], ins[1]))
-        elif n.op == "relu":
-            values.append(ref.relu(ins[0]))
-        elif n.op == "scatter":
-            if n.format != graph.order:
-                raise ValueError(f"node {j}: scatter format {n.format!r} != graph order {graph.order!r}")
-            d = ref.scatter_dense(ins[0])
-            if tuple(d.shape) != tuple(n.dims):
-                raise ValueError(f"node {j}: scatter gives {tuple(d.shape)}, output_shape says {n.dims}")
-            values.append(d)
-        elif n.op == "transpose":
-            values.append(ref.transpose(ins[0], n.dims))
-        elif n.op == "reshape":
-            values.append(ref.reshape(ins[0], n.dims))
-        else:
-            raise ValueError(f"node {j}: unknown op {n.op!r}")
-    out = values[-1]
-    return (out, stats) if collect_stats else out
-
-
-def kernel_map_stats(graph: Graph, indices) -> List[dict]:
-    """Sites and kernel-map pairs of every conv without computing features (fast)."""
-    idx = torch.as_tensor(np.asarray(indices))
-    sites, shape = idx, graph.grid
-    stored: Dict[str, ref.KernelMap] = {}
-    rows = []
-    for n in graph.nodes:
-        if n.op != "conv":
-            continue
-        c = n.conv
-        assert c is not None
-        if c.kind == "subm":
-            km = stored.get(c.key) if c.key else None
-            if km is None or not km.subm or km.in_indices is not sites:
-                km = ref.build_subm_map(sites, shape, c.kernel_size, c.dilation)
-            out_sites, out_shape = sites, shape
-        elif c.kind == "conv":
-            km = ref.build_conv_map(sites, shape, c.kernel_size, c.stride, c.padding, c.dilation)
-            out_sites, out_shape = km.out_indices, km.out_shape
-        else:
-            km = stored[c.key]  # type: ignore[index]
-            out_sites, out_shape = km.in_indices, km.in_shape
-        if c.key:
-            stored[c.key] = km
-        rows.append({"name": c.name, "kind": c.kind, "key": c.key, "in_sites": int(sites.shape[0]),
-                     "out_sites": int(out_sites.shape[0]), "out_shape": tuple(out_shape), "pairs": km.num_pairs})
-        sites, shape = out_sites, out_shape
-    return rows

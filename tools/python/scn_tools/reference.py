@@ -21,6 +21,9 @@ Semantics follow /work/shared/docs/semantics.md exactly:
 * Kernel maps are shared through ``SparseTensor.indice_dict`` by key (spconv ``indice_key``, ONNX
   ``rulebook``); a layer that finds its key reuses the stored map after checking it matches.
 
+Add and Concat (channel concatenation, a UNet joining an upsampled tensor with its skip) need their
+inputs on the same sites in the same order.
+
 Everything is computed in float64: kernel maps with int64 linear keys + ``torch.sort`` /
 ``torch.searchsorted``, convolutions as one gather-GEMM-scatter (``index_add_``) per kernel offset.
 """
@@ -355,6 +358,16 @@ def add(a: SparseTensor, b: SparseTensor) -> SparseTensor:
     if a.features.shape != b.features.shape:
         raise ValueError(f"Add: feature shapes differ {tuple(a.features.shape)} vs {tuple(b.features.shape)}")
     return a.replace_feature(a.features + b.features)
+
+
+def concat(xs: Sequence[SparseTensor]) -> SparseTensor:
+    """Channel concatenation of sparse tensors with the same sites (same order): ``[N, C0 + C1 + ...]``."""
+    if len(xs) < 2:
+        raise ValueError(f"Concat needs at least two inputs, got {len(xs)}")
+    for i, x in enumerate(xs[1:], 1):
+        if x.spatial_shape != xs[0].spatial_shape or not _same_sites(x.indices, xs[0].indices):
+            raise ValueError(f"Concat needs tensors on the same sites; input {i} differs from input 0")
+    return xs[0].replace_feature(torch.cat([x.features for x in xs], dim=1))
 
 
 def relu(x: SparseTensor) -> SparseTensor:
