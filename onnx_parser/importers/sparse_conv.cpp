@@ -12,7 +12,9 @@
 //             (must be 1), ndim (must be 3), input/output_spatial_shape (ints[3], consistent
 //             with the conv arithmetic); shown by inspect
 //   shown     everything else (output_padding, input_shape, output_shape, fixed_launch_points)
+#include <array>
 #include <cmath>
+#include <limits>
 
 #include "graph/analysis.h"
 #include "importers.h"
@@ -36,6 +38,31 @@ Activation read_activation(const OnnxAttrs& a, float* alpha) {
   a.fail("activation",
          detail::concat("expected \"ReLU\", \"None\", \"Sigmoid\" or \"LeakyReLU\", found \"", s,
                         "\""));
+}
+
+// The geometry, before anything computes with it, with messages that name the attribute (the
+// builder re-checks): no stride 0 (a division by zero in the shape arithmetic), no negative
+// padding, and an extent 2 * padding + dilation * (kernel - 1) inside int32.
+void check_geometry(const OnnxAttrs& a, const ConvAttrs& c) {
+  for (int d = 0; d < 3; ++d) {
+    if (c.kernel_size[size_t(d)] < 1)
+      a.fail("kernel_size", detail::concat(int3_string(c.kernel_size), " must be >= 1 on every axis"));
+    if (c.stride[size_t(d)] < 1)
+      a.fail("stride", detail::concat(int3_string(c.stride), " must be >= 1 on every axis"));
+    if (c.dilation[size_t(d)] < 1)
+      a.fail("dilation", detail::concat(int3_string(c.dilation), " must be >= 1 on every axis"));
+    if (c.padding[size_t(d)] < 0)
+      a.fail("padding", detail::concat(int3_string(c.padding), " must be >= 0 on every axis"));
+  }
+  for (int d = 0; d < 3; ++d) {
+    const int64_t pad = 2 * int64_t(c.padding[size_t(d)]);
+    const int64_t reach = int64_t(c.dilation[size_t(d)]) * (int64_t(c.kernel_size[size_t(d)]) - 1);
+    if (pad + reach > std::numeric_limits<int32_t>::max())
+      a.fail(pad > reach ? "padding" : "dilation",
+             detail::concat("kernel_size ", int3_string(c.kernel_size), ", dilation ", int3_string(c.dilation),
+                            " and padding ", int3_string(c.padding), " span more than 2^31 - 1 voxels on axis ",
+                            d));
+  }
 }
 
 // Attributes NVIDIA's parser ignores; scn checks them against what it does use.
@@ -89,10 +116,11 @@ void check_validation_attrs(NodeImport& n, const ConvAttrs& c, const Tensor& wei
   }
   // An inverse conv's output shape is its rulebook conv's input shape, known only to the graph.
   if (has_in && has_out && !c.inverse) {
-    const Int3 want = c.subm ? in : conv_output_shape(in, c);
-    if (want != out)
+    const std::array<int64_t, 3> want =
+        c.subm ? std::array<int64_t, 3>{in[0], in[1], in[2]} : conv_output_shape_wide(in, c);
+    if (want != std::array<int64_t, 3>{out[0], out[1], out[2]})
       a.fail("output_spatial_shape",
-             detail::concat(int3_string(out), " disagrees with ", int3_string(want),
+             detail::concat(int3_string(out), " disagrees with ", want[0], "x", want[1], "x", want[2],
                             c.subm ? ", the input_spatial_shape of a submanifold conv"
                                    : " computed from input_spatial_shape, kernel_size, stride, "
                                      "padding and dilation"));
@@ -140,6 +168,7 @@ ValueId import_sparse_conv(NodeImport& n) {
   if (n.has_input(2) && (c.bias.ndim() != 1 || c.bias.dim(0) != c.weight.dim(0)))
     n.fail("bias '", n.node().input(2), "' has shape ", dims_text(c.bias.shape()), "; expected [",
            c.weight.dim(0), "] (Cout of the weight ", wshape, ")");
+  check_geometry(a, c);
   check_validation_attrs(n, c, c.weight, w.name());
 
   if (c.inverse) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -76,5 +77,26 @@ struct BenchArgs {
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);
+
+struct CalibrateArgs {
+  std::string model, output;
+  std::vector<std::pair<std::string, std::string>> frames;  ///< (features, indices) per --frame
+  std::string grid;
+  int64_t synthetic = 0;
+  int num_frames = 4;
+  uint64_t seed = 1000;
+  std::string preset;
+  std::string method = "absmax";
+  double percentile = 99.99;
+  int bins = 4096;
+  std::string keep_fp16;
+  int keep_fp16_first = 0;
+  bool int8_scatter = false;
+  std::vector<std::string> eval;
+  int threads = 0;
+  bool quiet = false;
+};
+CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a);
+int run_calibrate(const CalibrateArgs& a);
 
 }  // namespace scn::cli

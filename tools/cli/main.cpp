@@ -1,4 +1,4 @@
-// scn — command-line front end: run, compare, inspect, synth, bench.
+// scn — command-line front end: run, compare, inspect, synth, bench, calibrate.
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   InspectArgs inspect;
   SynthArgs synth;
   BenchArgs bench;
+  CalibrateArgs calibrate;
   struct Command {
     CLI::App* app;
     std::function<int()> exec;
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
       {add_inspect(app, inspect), [&] { return run_inspect(inspect); }},
       {add_synth(app, synth), [&] { return run_synth(synth); }},
       {add_bench(app, bench), [&] { return run_bench(bench); }},
+      {add_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
   };
 
   try {

@@ -1,6 +1,7 @@
 // scn — loading NVIDIA-schema ONNX files (implemented in onnx_parser/).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,5 +34,18 @@ struct OnnxReport {
 /// can list every validation error at once. Problems in the file never throw; they are in
 /// `errors` (an unreadable file gives one error and null builders).
 OnnxReport inspect_onnx(const std::string& path);
+
+/// Writes a copy of the ONNX model `src` to `dst` (atomically: a temporary file renamed into
+/// place; `dst` may equal `src`) in which the INT8 attributes of every node named in `quant` are
+/// replaced by its QuantAttrs:
+///  - SparseConvolution: precision, output_precision, input_dynamic_range, weight_dynamic_ranges;
+///  - Add / QuantAdd: precision, output_precision, input0_dynamic_range, input1_dynamic_range;
+///  - ScatterDense: input_dynamic_range.
+/// A range < 0 (or an empty weight_dynamic_ranges) removes the attribute. Everything else in the
+/// file is kept. Throws scn::Error naming the file and node when a name matches no node, the node
+/// has no INT8 attributes, a precision is fp32 or a range is not positive and finite.
+/// (Implemented in onnx_parser/onnx_rewrite.cpp, for `scn calibrate`.)
+void write_onnx_with_quant(const std::string& src, const std::string& dst,
+                           const std::map<std::string, QuantAttrs>& quant);
 
 }  // namespace scn

@@ -17,18 +17,25 @@ std::string node_prefix(const Graph& g, const std::string& name, OpType op) {
   return detail::concat(g.source, ": node '", name, "' (", op_type_name(op), ")");
 }
 
-void check_quant(const std::string& where, const QuantAttrs& q, int64_t cout) {
-  auto check_range = [&](float r, const char* attr) {
-    if (r < 0.f && q.precision != Precision::Int8) return;  // absent and not needed
+/// `needs`: the ranges a node of this op reads its inputs with when its precision is int8
+/// (SparseConvolution: input_dynamic_range; Add: input0/1_dynamic_range; others: none).
+enum class QuantInputs { None, Single, Pair };
+
+void check_quant(const std::string& where, const QuantAttrs& q, int64_t cout, QuantInputs needs = QuantInputs::None) {
+  auto check_range = [&](float r, const char* attr, bool required) {
+    if (r < 0.f && !std::isnan(r)) {  // absent
+      SCN_CHECK(!required, where, ": precision is int8 but attribute '", attr,
+                "' is missing; an int8 node quantizes its input with scale ", attr,
+                " / 127 (run `scn calibrate` to compute the ranges)");
+      return;
+    }
     SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute '", attr,
               "' must be a positive finite dynamic range, got ", r);
   };
-  if (q.input_dynamic_range >= 0.f || std::isnan(q.input_dynamic_range))
-    check_range(q.input_dynamic_range, "input_dynamic_range");
-  if (q.input0_dynamic_range >= 0.f || std::isnan(q.input0_dynamic_range))
-    check_range(q.input0_dynamic_range, "input0_dynamic_range");
-  if (q.input1_dynamic_range >= 0.f || std::isnan(q.input1_dynamic_range))
-    check_range(q.input1_dynamic_range, "input1_dynamic_range");
+  const bool int8 = q.precision == Precision::Int8;
+  check_range(q.input_dynamic_range, "input_dynamic_range", int8 && needs == QuantInputs::Single);
+  check_range(q.input0_dynamic_range, "input0_dynamic_range", int8 && needs == QuantInputs::Pair);
+  check_range(q.input1_dynamic_range, "input1_dynamic_range", int8 && needs == QuantInputs::Pair);
   if (!q.weight_dynamic_ranges.empty()) {
     SCN_CHECK(int64_t(q.weight_dynamic_ranges.size()) == cout, where,
               ": attribute 'weight_dynamic_ranges' has ", q.weight_dynamic_ranges.size(),
@@ -150,7 +157,7 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
   if (c.activation == Activation::LeakyReLU)
     SCN_CHECK(std::isfinite(c.activation_alpha), where, ": LeakyReLU needs a finite slope 'alpha'");
   SCN_CHECK(c.output_bound >= 0, where, ": output_bound must be >= 0, got ", c.output_bound);
-  check_quant(where, quant, cout);
+  check_quant(where, quant, cout, QuantInputs::Single);
 
   Node n;
   n.op = OpType::SparseConv;
@@ -173,7 +180,7 @@ ValueId EngineBuilder::push_add(const std::string& name, ValueId a, ValueId b, c
   SCN_CHECK(av.sparse && bv.sparse, where, ": Add needs two sparse inputs");
   SCN_CHECK(av.channels == bv.channels, where, ": inputs have ", av.channels, " and ", bv.channels,
             " channels");
-  check_quant(where, quant, av.channels);
+  check_quant(where, quant, av.channels, QuantInputs::Pair);
   Node n;
   n.op = OpType::Add;
   n.name = name;

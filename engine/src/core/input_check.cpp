@@ -27,8 +27,16 @@ void check_sparse_input_shapes(const Tensor& f, const Tensor& idx, const Int3& g
   SCN_CHECK(batch_size >= 1, in, ": batch size must be >= 1, got ", batch_size);
   for (int d = 0; d < 3; ++d)
     SCN_CHECK(grid[d] >= 1, in, ": grid ", int3_string(grid), " must be positive on every axis");
-  SCN_CHECK(int64_t(grid[0]) * grid[1] * grid[2] <= (int64_t(1) << 40), in, ": grid ",
-            int3_string(grid), " is too large");
+  // Three int32 axes can overflow int64 (2^22 * 2^21 * 2^21 wraps to 0): multiply with checks.
+  int64_t cells = 0;
+  SCN_CHECK(!__builtin_mul_overflow(int64_t(grid[0]) * grid[1], int64_t(grid[2]), &cells) &&
+                cells <= (int64_t(1) << 40),
+            in, ": grid ", int3_string(grid), " is too large");
+  // Linear site keys ((b * s0 + i0) * s1 + i1) * s2 + i2 must fit int64.
+  int64_t sites = 0;
+  SCN_CHECK(!__builtin_mul_overflow(int64_t(batch_size), cells, &sites) && sites <= (int64_t(1) << 62), in,
+            ": batch size ", batch_size, " times the grid ", int3_string(grid),
+            " is too large (more than 2^62 sites)");
 }
 
 void check_sparse_input(const Tensor& f, const Tensor& idx, const Int3& grid, int batch_size,

@@ -1,5 +1,7 @@
 #include "scn/tensor.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,7 +97,12 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.device_ = device;
-  for (int64_t d : shape) SCN_CHECK(d >= 0, "negative tensor dimension ", d);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    SCN_CHECK(d >= 0, "negative tensor dimension ", d);
+    SCN_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= std::numeric_limits<int64_t>::max() / 8, "tensor shape ",
+              t.shape_string(), " is too large");
+  }
   t.data_ = allocate(t.bytes(), device, t.owner_);
   return t;
 }
@@ -116,6 +123,9 @@ Tensor Tensor::wrap(void* data, const std::vector<int64_t>& shape, DType dtype, 
 }
 
 Tensor Tensor::load(const std::string& path) {
+  struct stat st {};
+  SCN_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), path,
+            ": cannot open tensor file (it is a directory)");
   std::ifstream f(path, std::ios::binary);
   SCN_CHECK(f.good(), path, ": cannot open tensor file");
   f.seekg(0, std::ios::end);

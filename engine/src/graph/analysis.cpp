@@ -1,19 +1,32 @@
 #include "graph/analysis.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "scn/error.h"
 
 namespace scn {
 
-Int3 conv_output_shape(const Int3& in, const ConvAttrs& c) {
-  Int3 out{};
+std::array<int64_t, 3> conv_output_shape_wide(const Int3& in, const ConvAttrs& c) {
+  std::array<int64_t, 3> out{};
   for (int d = 0; d < 3; ++d) {
+    SCN_CHECK(c.stride[d] >= 1, "conv_output_shape: stride ", int3_string(c.stride), " must be >= 1");
     const int64_t num = int64_t(in[d]) + 2 * int64_t(c.padding[d]) -
-                        int64_t(c.dilation[d]) * (c.kernel_size[d] - 1) - 1;
+                        int64_t(c.dilation[d]) * (int64_t(c.kernel_size[d]) - 1) - 1;
     // floor division (num may be negative for a grid smaller than the kernel)
     const int64_t q = num >= 0 ? num / c.stride[d] : -((-num + c.stride[d] - 1) / c.stride[d]);
-    out[d] = static_cast<int32_t>(q + 1);
+    out[d] = q + 1;
+  }
+  return out;
+}
+
+Int3 conv_output_shape(const Int3& in, const ConvAttrs& c) {
+  const std::array<int64_t, 3> w = conv_output_shape_wide(in, c);
+  Int3 out{};
+  for (int d = 0; d < 3; ++d) {
+    SCN_CHECK(w[d] <= std::numeric_limits<int32_t>::max(), "convolution output shape ", w[0], "x", w[1], "x",
+              w[2], " of input ", int3_string(in), " does not fit int32");
+    out[d] = static_cast<int32_t>(w[d]);
   }
   return out;
 }
@@ -185,11 +198,17 @@ ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector
         const MapSlot& m = a.maps[size_t(a.node_map[n])];
         if (m.kind == MapKind::Strided && m.first_node == int(n)) {
           const Int3 in = s.site_shape[size_t(m.in_sites)];
-          const Int3 o = conv_output_shape(in, node.conv);
-          for (int d = 0; d < 3; ++d)
-            SCN_CHECK(o[d] >= 1, g.source, ": ", g.describe(int(n)), ": input spatial shape ",
+          const std::array<int64_t, 3> w = conv_output_shape_wide(in, node.conv);
+          Int3 o{};
+          for (int d = 0; d < 3; ++d) {
+            SCN_CHECK(w[d] >= 1, g.source, ": ", g.describe(int(n)), ": input spatial shape ",
                       int3_string(in), " is too small for kernel ", int3_string(node.conv.kernel_size),
-                      " (output shape would be ", int3_string(o), ")");
+                      " (output shape would be ", w[0], "x", w[1], "x", w[2], ")");
+            SCN_CHECK(w[d] <= std::numeric_limits<int32_t>::max(), g.source, ": ", g.describe(int(n)),
+                      ": output spatial shape ", w[0], "x", w[1], "x", w[2], " for input ", int3_string(in),
+                      " does not fit int32 (padding ", int3_string(node.conv.padding), ")");
+            o[d] = static_cast<int32_t>(w[d]);
+          }
           s.site_shape[size_t(m.out_sites)] = o;
         }
         break;
@@ -214,6 +233,11 @@ ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector
                   g.describe(int(n)), ": output_shape batch ", d.output_shape[0],
                   " differs from the bound batch size ", batch);
         s.dense_shape[size_t(out)] = {batch, c, sp[0], sp[1], sp[2]};
+        int64_t elems = 1;
+        for (int64_t v : s.dense_shape[size_t(out)])
+          SCN_CHECK(!__builtin_mul_overflow(elems, v, &elems) && elems <= (int64_t(1) << 60), g.source, ": ",
+                    g.describe(int(n)), ": dense output [", batch, ", ", c, ", ", sp[0], ", ", sp[1], ", ", sp[2],
+                    "] for batch size ", batch, " is too large");
         break;
       }
       case OpType::Transpose: {
@@ -231,9 +255,10 @@ ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector
         if (!o.empty() && !static_in.empty() && o[0] == static_in[0] && in[0] != static_in[0])
           o[0] = in[0];
         int64_t ni = 1, no = 1;
-        for (auto v : in) ni *= v;
-        for (auto v : o) no *= v;
-        SCN_CHECK(ni == no, g.source, ": ", g.describe(int(n)), ": cannot reshape ", ni,
+        bool overflow = false;
+        for (auto v : in) overflow |= __builtin_mul_overflow(ni, v, &ni);
+        for (auto v : o) overflow |= __builtin_mul_overflow(no, v, &no);
+        SCN_CHECK(!overflow && ni == no, g.source, ": ", g.describe(int(n)), ": cannot reshape ", ni,
                   " elements to ", no);
         s.dense_shape[size_t(out)] = o;
         break;

@@ -6,6 +6,8 @@
 //    given input grid and batch size.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "scn/graph.h"
@@ -57,7 +59,10 @@ struct ShapeInfo {
 ShapeInfo infer_shapes(const Graph& graph, const GraphAnalysis& analysis,
                        const std::vector<Int3>& input_grids, int batch_size);
 
-/// out_d = floor((s_d + 2 p_d - dil_d (K_d - 1) - 1) / st_d) + 1 (spconv's regular conv).
+/// out_d = floor((s_d + 2 p_d - dil_d (K_d - 1) - 1) / st_d) + 1 (spconv's regular conv), in
+/// 64-bit arithmetic (the result may not fit int32). Needs stride >= 1.
+std::array<int64_t, 3> conv_output_shape_wide(const Int3& in, const ConvAttrs& conv);
+/// The same as Int3; throws scn::Error when an axis does not fit int32.
 Int3 conv_output_shape(const Int3& in, const ConvAttrs& conv);
 
 }  // namespace scn

@@ -56,8 +56,10 @@ KernelMap build_subm_map(const SiteSet& s, const MapSlot& slot, int threads) {
         int32_t n[3];
         bool ok = true;
         for (int d = 0; d < 3; ++d) {
-          n[d] = c[d + 1] + (off[d] - slot.kernel_size[d] / 2) * slot.dilation[d];
-          ok = ok && n[d] >= 0 && n[d] < s.shape[d];
+          // 64-bit: the offset times a large dilation may not fit int32.
+          const int64_t nd = int64_t(c[d + 1]) + (int64_t(off[d]) - slot.kernel_size[d] / 2) * slot.dilation[d];
+          ok = ok && nd >= 0 && nd < s.shape[d];
+          n[d] = ok ? int32_t(nd) : 0;
         }
         if (ok) m.out_in[size_t(o * K + r)] = s.hash.find(s.key(c[0], n[0], n[1], n[2]));
       }
@@ -86,9 +88,9 @@ KernelMap build_strided_map(const SiteSet& in, const MapSlot& slot, const Int3& 
       int32_t o[3];
       bool ok = true;
       for (int d = 0; d < 3 && ok; ++d) {
-        const int32_t nd = c[d + 1] + slot.padding[d] - off[d] * slot.dilation[d];
+        const int64_t nd = int64_t(c[d + 1]) + slot.padding[d] - int64_t(off[d]) * slot.dilation[d];
         ok = nd >= 0 && nd % slot.stride[d] == 0 && nd / slot.stride[d] < out_shape[d];
-        o[d] = ok ? nd / slot.stride[d] : 0;
+        o[d] = ok ? int32_t(nd / slot.stride[d]) : 0;
       }
       if (ok) pairs.push_back({out.key(c[0], o[0], o[1], o[2]), int32_t(r), int32_t(i)});
     }

@@ -7,20 +7,9 @@
 #include <climits>
 #include <cstdint>
 
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
 #include "scn/error.h"
-
-#define SCN_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                        \
-    const cudaError_t scn_e_ = (expr);                                                        \
-    if (scn_e_ != cudaSuccess)                                                                \
-      throw ::scn::Error(::scn::detail::concat("CUDA error in ", #expr, ": ",                 \
-                                               cudaGetErrorString(scn_e_), " (", __FILE__, \
-                                               ":", __LINE__, ")"));                          \
-  } while (0)
-
-/// After a launch: a bad configuration is reported at once (no synchronisation).
-#define SCN_CUDA_LAUNCHED() SCN_CUDA_CHECK(cudaGetLastError())
 
 namespace scn::cuda {
 

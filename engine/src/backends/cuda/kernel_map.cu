@@ -1,5 +1,5 @@
 // Kernel maps on the GPU in the implicit-GEMM format out_in[o * K + k] (input row or -1), one
-// thread per (output row, offset), every entry one O(1) bitmap-rank lookup (common.cuh):
+// O(1) bitmap-rank lookup (common.cuh) per (row, offset), one thread each.
 //   subm:     in = o + (r - K/2) * dil                           on the same site set
 //   strided:  in = o * st - p + r * dil                          on the conv's input set
 //   inverse:  out = (i + p - r * dil) / st when divisible, for i on the strided conv's input set
@@ -9,72 +9,72 @@ namespace scn::cuda {
 
 namespace {
 
-__device__ __forceinline__ void offset_of(int k, const MapGeom& g, int& r0, int& r1, int& r2) {
-  r0 = k / (g.k1 * g.k2);
-  r1 = (k / g.k2) % g.k1;
-  r2 = k % g.k2;
-}
+constexpr int kRowsPerBlock = 8;  // block = 32 offsets x 8 rows: one lookup per thread
 
-__global__ void subm_map_kernel(SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+enum class MapMode { Subm, Strided, Inverse };
+
+// Lanes are kernel offsets (k = lane, lane + 32, ...), warps are rows: every lookup is independent,
+// so the few dependent loads of each lookup overlap across the block, and each warp writes one
+// row's K entries contiguously.
+template <MapMode M>
+__global__ void __launch_bounds__(32 * kRowsPerBlock) map_kernel(SiteIndex rows, SiteIndex look, MapGeom g,
+                                                                int32_t* __restrict__ out_in,
+                                                                uint32_t* __restrict__ masks) {
   const int K = g.K();
-  const int64_t total = rows_of(s.count, s.cap) * K;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = t / K;
-    const int k = int(t - o * K);
-    int r0, r1, r2;
-    offset_of(k, g, r0, r1, r2);
-    const int4 c = s.coords[o];
-    out_in[t] = site_lookup(s, c.x, c.y + (r0 - g.k0 / 2) * g.d0, c.z + (r1 - g.k1 / 2) * g.d1,
-                            c.w + (r2 - g.k2 / 2) * g.d2);
+  const int64_t n = rows_of(rows.count, rows.cap);
+  // rows are warp-uniform: every lane of a warp runs the same number of iterations
+  for (int64_t o = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.y; o < n;
+       o += int64_t(gridDim.x) * kRowsPerBlock) {
+    const int4 c = rows.coords[o];
+    uint32_t mask = 0;
+    for (int kb = 0; kb < K; kb += 32) {
+      const int k = kb + int(threadIdx.x);
+      int32_t v = -1;
+      if (k < K) {
+        const int r0 = k / (g.k1 * g.k2), r1 = (k / g.k2) % g.k1, r2 = k % g.k2;
+        if constexpr (M == MapMode::Subm) {
+          v = site_lookup(look, c.x, c.y + (r0 - g.k0 / 2) * g.d0, c.z + (r1 - g.k1 / 2) * g.d1,
+                          c.w + (r2 - g.k2 / 2) * g.d2);
+        } else if constexpr (M == MapMode::Strided) {
+          v = site_lookup(look, c.x, c.y * g.st0 - g.p0 + r0 * g.d0, c.z * g.st1 - g.p1 + r1 * g.d1,
+                          c.w * g.st2 - g.p2 + r2 * g.d2);
+        } else {
+          const int t0 = c.y + g.p0 - r0 * g.d0, t1 = c.z + g.p1 - r1 * g.d1, t2 = c.w + g.p2 - r2 * g.d2;
+          if (site_in_grid(rows, c.x, c.y, c.z, c.w) && t0 >= 0 && t1 >= 0 && t2 >= 0 && t0 % g.st0 == 0 &&
+              t1 % g.st1 == 0 && t2 % g.st2 == 0)
+            v = site_lookup(look, c.x, t0 / g.st0, t1 / g.st1, t2 / g.st2);
+        }
+        out_in[o * K + k] = v;
+      }
+      const uint32_t b = __ballot_sync(0xffffffffu, v >= 0);  // one call site, every lane
+      if (kb == 0) mask = b;
+    }
+    if (masks && threadIdx.x == 0) masks[o] = mask;
   }
 }
 
-__global__ void strided_map_kernel(SiteIndex in, SiteIndex out, MapGeom g, int32_t* __restrict__ out_in) {
-  const int K = g.K();
-  const int64_t total = rows_of(out.count, out.cap) * K;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = t / K;
-    const int k = int(t - o * K);
-    int r0, r1, r2;
-    offset_of(k, g, r0, r1, r2);
-    const int4 c = out.coords[o];
-    out_in[t] = site_lookup(in, c.x, c.y * g.st0 - g.p0 + r0 * g.d0, c.z * g.st1 - g.p1 + r1 * g.d1,
-                            c.w * g.st2 - g.p2 + r2 * g.d2);
-  }
-}
-
-__global__ void inverse_map_kernel(SiteIndex in, SiteIndex out, MapGeom g, int32_t* __restrict__ out_in) {
-  const int K = g.K();
-  const int64_t total = rows_of(in.count, in.cap) * K;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = t / K;
-    const int k = int(t - i * K);
-    int r0, r1, r2;
-    offset_of(k, g, r0, r1, r2);
-    const int4 c = in.coords[i];
-    int32_t v = -1;
-    const int n0 = c.y + g.p0 - r0 * g.d0, n1 = c.z + g.p1 - r1 * g.d1, n2 = c.w + g.p2 - r2 * g.d2;
-    if (site_in_grid(in, c.x, c.y, c.z, c.w) && n0 >= 0 && n1 >= 0 && n2 >= 0 && n0 % g.st0 == 0 &&
-        n1 % g.st1 == 0 && n2 % g.st2 == 0)
-      v = site_lookup(out, c.x, n0 / g.st0, n1 / g.st1, n2 / g.st2);
-    out_in[t] = v;
-  }
+int map_grid(int64_t cap, int sm) {
+  const int64_t need = (cap + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t most = int64_t(sm) * 32;
+  return int(need < 1 ? 1 : (need < most ? need : most));
 }
 
 }  // namespace
 
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, int sm, cudaStream_t st) {
-  subm_map_kernel<<<grid_for(s.cap * g.K(), 256, sm), 256, 0, st>>>(s, g, out_in);
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, int sm, cudaStream_t st) {
+  map_kernel<MapMode::Subm><<<map_grid(s.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(s, s, g, out_in, masks);
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st) {
-  strided_map_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(in, out, g, out_in);
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm,
+                        cudaStream_t st) {
+  map_kernel<MapMode::Strided><<<map_grid(out.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(out, in, g, out_in, masks);
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st) {
-  inverse_map_kernel<<<grid_for(in.cap * g.K(), 256, sm), 256, 0, st>>>(in, out, g, out_in);
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm,
+                        cudaStream_t st) {
+  map_kernel<MapMode::Inverse><<<map_grid(in.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(in, out, g, out_in, masks);
   SCN_CUDA_LAUNCHED();
 }
 

@@ -6,8 +6,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime_api.h>
+
+#if defined(__CUDACC__)
+#define SCN_HD __host__ __device__
+#else
+#define SCN_HD
+#endif
 
 namespace scn::cuda {
 
@@ -55,7 +62,7 @@ struct MapGeom {
   int st0, st1, st2;  ///< stride
   int p0, p1, p2;     ///< padding
   int d0, d1, d2;     ///< dilation
-  int K() const { return k0 * k1 * k2; }
+  SCN_HD int K() const { return k0 * k1 * k2; }
 };
 
 // ---- site_index.cu ----------------------------------------------------------------------------
@@ -78,15 +85,25 @@ void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st);
 void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
-/// out_in[o*K + k] for a submanifold map on site set s.
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, int sm_count, cudaStream_t st);
+/// out_in[o*K + k] for a submanifold map on site set s. With `masks` (K <= 32), also the row's
+/// neighbour mask (bit k set when out_in[o*K + k] >= 0).
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count, cudaStream_t st);
 /// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count,
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count,
                         cudaStream_t st);
 /// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
 /// strided outputs in `out` (looked up).
-void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count,
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count,
                         cudaStream_t st);
+
+// ---- sort.cu ----------------------------------------------------------------------------------
+/// Scratch bytes of a row sort over `cap` rows.
+size_t sort_rows_temp_bytes(int64_t cap, int bits);
+/// The rows of a map sorted by neighbour mask (stable, so deterministic): masks[cap] of the rows
+/// below *count, the rest set to all ones first (they sort last); order[cap] receives the row ids.
+void launch_sort_rows(uint32_t* masks, const int* count, int64_t cap, int bits, const int32_t* iota,
+                      uint32_t* keys_out, int32_t* order, void* temp, size_t temp_bytes, cudaStream_t st);
+void launch_iota(int32_t* p, int64_t n, cudaStream_t st);
 
 // ---- implicit_gemm.cu -------------------------------------------------------------------------
 enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };
@@ -96,10 +113,12 @@ struct ConvArgs {
   const void* x = nullptr;        ///< half [n_in, cin_p]
   const int32_t* out_in = nullptr;  ///< [cap_out, K]
   const void* w = nullptr;        ///< half [K][cout_w][cin_p]
+  const void* w_tma = nullptr;    ///< TMA configs: half slices [K][cin_p/BK][ny][BN][BK+8] (see igemm_tile_weights)
   const float* bias = nullptr;    ///< [cout_w] (zeros when absent)
   const void* residual = nullptr; ///< half [n_out, cout_p] or nullptr
   void* y = nullptr;              ///< half [n_out, cout_p]
   const int* n_out = nullptr;     ///< device count of output rows
+  const int32_t* row_order = nullptr;  ///< rows in this order (sorted by neighbour mask) or nullptr
   int64_t cap_out = 0;
   int K = 1;
   int cin_p = 16;
@@ -112,15 +131,26 @@ struct ConvArgs {
 };
 
 struct IgemmConfig {
-  int bm, bn, bk, warps_m, warps_n;
+  int bm, bn, bk, warps_m, warps_n, stages;
+  bool tma;  ///< weights through TMA bulk copies (sm_90)
+  int group; ///< offsets per pipeline step (> 1 needs bk == cin_p)
+  int split; ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
   const char* name;
 };
 
 /// The compiled tile configurations.
 int igemm_num_configs();
 const IgemmConfig& igemm_config(int id);
-/// True when config `id` can run a conv with these channels (bk divides cin_p).
-bool igemm_config_fits(int id, int cin_p);
+/// True when config `id` can run a conv with these channels (bk divides cin_p) on this GPU.
+bool igemm_config_fits(int id, int cin_p, int cc_major, int K = 27);
+/// Config id by name ("igemm m64n128k64s3t" or "m64n128k64s3t"), -1 when absent.
+int igemm_find_config(const char* name);
+/// Blocks per SM the occupancy calculator gives for config `id` (after igemm_init).
+int igemm_blocks_per_sm(int id);
+/// Weights [K][cout_w][cin_p] (host, fp16 bits) re-tiled for a TMA config: for every offset k,
+/// channel chunk c and N tile j, BN rows of BK + 8 halves (zero padded), contiguous.
+std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
+                                         int cout_p);
 /// Launches config `id` (grid sized for cap_out, persistent over the device count).
 void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
 /// Prepares the kernels (shared-memory limits); call once per device.
@@ -162,15 +192,22 @@ struct DensifyArgs {
   int cp = 0;
   int channels = 0;
   void* y = nullptr;        ///< half, dense
-  int out_axis[5];
+  int out_axis[5];      ///< source axis of each output axis (0 b, 1 c, 2 i0, 3 i1, 4 i2)
   int64_t out_size[5];
-  bool fp32_out = false;
 };
 void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st);
 
-/// Generic 5-d (or fewer) dense permutation: y[out index] = x[src index].
-void launch_permute(const void* x, void* y, int nd, const int64_t* out_shape, const int64_t* src_stride,
-                    int64_t total, cudaStream_t st);
+/// Generic dense permutation of up to 8 axes: y[i] = x[sum_d idx_d(i) * src_stride[d]] where
+/// idx_d(i) are the coordinates of i in out_shape.
+struct PermuteArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  int nd = 0;
+  int64_t out_shape[8];
+  int64_t src_stride[8];
+  int64_t total = 0;
+};
+void launch_permute(const PermuteArgs& a, int sm_count, cudaStream_t st);
 
 /// Copies rows < count of x (stride xp) into y (stride c) so a sparse output is [N, C].
 void launch_compact_rows(const void* x, int xp, void* y, int c, int64_t n, cudaStream_t st);

@@ -62,25 +62,36 @@ __global__ void input_features_kernel(const void* __restrict__ raw, int C, int c
   }
 }
 
+// One thread per input row: per axis the offsets that land on an output coordinate (a few
+// divisions per axis instead of per offset), then one bit per (row, offset) combination.
+constexpr int kMarkAxis = 8;
+
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
-  const int K = g.K();
   const int64_t n = rows_of(in.count, in.cap);
-  const int64_t total = n * K;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = t / K;
-    const int k = int(t - i * K);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
     if (!site_in_grid(in, c.x, c.y, c.z, c.w)) continue;
-    const int r0 = k / (g.k1 * g.k2), r1 = (k / g.k2) % g.k1, r2 = k % g.k2;
-    const int n0 = c.y + g.p0 - r0 * g.d0, n1 = c.z + g.p1 - r1 * g.d1, n2 = c.w + g.p2 - r2 * g.d2;
-    if (n0 < 0 || n1 < 0 || n2 < 0) continue;
-    if (n0 % g.st0 || n1 % g.st1 || n2 % g.st2) continue;
-    const int o0 = n0 / g.st0, o1 = n1 / g.st1, o2 = n2 / g.st2;
-    if (o0 >= out.s0 || o1 >= out.s1 || o2 >= out.s2) continue;
-    const int64_t key = site_key(out, c.x, o0, o1, o2);
-    const unsigned long long bit = 1ull << (key & 63);
-    unsigned long long* w = reinterpret_cast<unsigned long long*>(out.bits + (key >> 6));
-    if (!(*w & bit)) atomicOr(w, bit);
+    int o0[kMarkAxis], o1[kMarkAxis], o2[kMarkAxis];
+    int n0 = 0, n1 = 0, n2 = 0;
+    for (int r = 0; r < g.k0; ++r) {
+      const int t = c.y + g.p0 - r * g.d0;
+      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) o0[n0++] = t / g.st0;
+    }
+    for (int r = 0; r < g.k1; ++r) {
+      const int t = c.z + g.p1 - r * g.d1;
+      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) o1[n1++] = t / g.st1;
+    }
+    for (int r = 0; r < g.k2; ++r) {
+      const int t = c.w + g.p2 - r * g.d2;
+      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) o2[n2++] = t / g.st2;
+    }
+    for (int a = 0; a < n0; ++a)
+      for (int b = 0; b < n1; ++b)
+        for (int e = 0; e < n2; ++e) {
+          const int64_t key = site_key(out, c.x, o0[a], o1[b], o2[e]);
+          const unsigned long long bit = 1ull << (key & 63);
+          atomicOr(reinterpret_cast<unsigned long long*>(out.bits + (key >> 6)), bit);
+        }
   }
 }
 
@@ -211,7 +222,9 @@ void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const 
 }
 
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStream_t st) {
-  strided_mark_kernel<<<grid_for(in.cap * g.K(), 256, sm), 256, 0, st>>>(in, out, g);
+  SCN_CHECK(g.k0 <= kMarkAxis && g.k1 <= kMarkAxis && g.k2 <= kMarkAxis, "strided convolution kernels larger than ",
+            kMarkAxis, " per axis are not supported by the CUDA backend");
+  strided_mark_kernel<<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
   SCN_CUDA_LAUNCHED();
 }
 

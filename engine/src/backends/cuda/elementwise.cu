@@ -1,0 +1,244 @@
+// Small kernels: counts, residual add / ReLU when they are not fused into a conv, Concat, the
+// fused densify (ScatterDense + Transpose folded, zeros written in the same pass), generic
+// permutation and the compaction of padded sparse outputs.
+#include "backends/cuda/common.cuh"
+
+namespace scn::cuda {
+
+namespace {
+
+__global__ void set_count_kernel(int* count, int value) { *count = value; }
+
+__global__ void add_kernel(const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ y,
+                           int cp, const int* count, int64_t cap, bool relu) {
+  const int64_t total = rows_of(count, cap) * cp / 2;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const float2 u = __half22float2(reinterpret_cast<const __half2*>(a)[t]);
+    const float2 v = __half22float2(reinterpret_cast<const __half2*>(b)[t]);
+    float r0 = u.x + v.x, r1 = u.y + v.y;
+    if (relu) {
+      // round first (the Add stores fp16), then the ReLU: identical to unfused nodes
+      r0 = __half2float(__float2half_rn(r0));
+      r1 = __half2float(__float2half_rn(r1));
+      r0 = r0 > 0.f ? r0 : 0.f;
+      r1 = r1 > 0.f ? r1 : 0.f;
+    }
+    reinterpret_cast<__half2*>(y)[t] = __floats2half2_rn(r0, r1);
+  }
+}
+
+__global__ void relu_kernel(const __half* __restrict__ x, __half* __restrict__ y, int cp, const int* count,
+                            int64_t cap) {
+  const int64_t total = rows_of(count, cap) * cp / 2;
+  const __half2 zero = __float2half2_rn(0.f);
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x)
+    reinterpret_cast<__half2*>(y)[t] = __hmax2(reinterpret_cast<const __half2*>(x)[t], zero);
+}
+
+__global__ void copy_columns_kernel(const __half* __restrict__ x, int xp, int c, __half* __restrict__ y, int yp,
+                                    int c0, const int* count, int64_t cap) {
+  const int64_t total = rows_of(count, cap) * c;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = t / c;
+    const int j = int(t - r * c);
+    y[r * yp + c0 + j] = x[r * xp + j];
+  }
+}
+
+__global__ void zero_columns_kernel(__half* __restrict__ y, int yp, int c0, const int* count, int64_t cap) {
+  const int w = yp - c0;
+  const int64_t total = rows_of(count, cap) * w;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = t / w;
+    y[r * yp + c0 + int(t - r * w)] = __float2half_rn(0.f);
+  }
+}
+
+struct DensifyPlan {
+  DensifyArgs a;
+  int jc;          // output axis holding the channels
+  int64_t cs;      // output stride of the channel axis
+  int64_t npos;    // output elements per channel
+  int groups;      // channel groups of 8
+};
+
+__global__ void densify_kernel(const DensifyPlan p) {
+  const DensifyArgs& a = p.a;
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  __half* __restrict__ y = static_cast<__half*>(a.y);
+  const int64_t total = p.npos * p.groups;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int g = int(t / p.npos);
+    int64_t rem = t - int64_t(g) * p.npos;
+    int src[5] = {0, 0, 0, 0, 0};
+    int64_t off = 0, stride = 1;
+#pragma unroll
+    for (int j = 4; j >= 0; --j) {
+      if (j == p.jc) {
+        stride *= a.out_size[j];
+        continue;
+      }
+      const int64_t q = rem % a.out_size[j];
+      rem /= a.out_size[j];
+      src[a.out_axis[j]] = int(q);
+      off += q * stride;
+      stride *= a.out_size[j];
+    }
+    const int32_t row = site_lookup(a.sites, src[0], src[2], src[3], src[4]);
+    const int c0 = g * 8;
+    alignas(16) __half v[8];
+    if (row >= 0) {
+      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(x + int64_t(row) * a.cp + c0);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = __float2half_rn(0.f);
+    }
+    // batch of the output: src[0] already folded into off through its axis
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if (c0 + j < a.channels) y[off + int64_t(c0 + j) * p.cs] = v[j];
+  }
+}
+
+// Four consecutive positions of the innermost output axis (a spatial axis) per thread: four
+// lookups, four 16-byte row reads, then per channel one 8-byte store of four outputs.
+__global__ void densify4_kernel(const DensifyPlan p) {
+  const DensifyArgs& a = p.a;
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  __half* __restrict__ y = static_cast<__half*>(a.y);
+  const int64_t quads = p.npos / 4;
+  const int64_t total = quads * p.groups;
+  const int ax_last = a.out_axis[4];
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int g = int(t / quads);
+    int64_t rem = (t - int64_t(g) * quads) * 4;
+    int src[5] = {0, 0, 0, 0, 0};
+    int64_t off = 0, stride = 1;
+#pragma unroll
+    for (int j = 4; j >= 0; --j) {
+      if (j == p.jc) {
+        stride *= a.out_size[j];
+        continue;
+      }
+      const int64_t q = rem % a.out_size[j];
+      rem /= a.out_size[j];
+      src[a.out_axis[j]] = int(q);
+      off += q * stride;
+      stride *= a.out_size[j];
+    }
+    const int c0 = g * 8;
+    alignas(16) __half v[4][8];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int s2[5] = {src[0], src[1], src[2], src[3], src[4]};
+      s2[ax_last] += e;
+      const int32_t row = site_lookup(a.sites, s2[0], s2[2], s2[3], s2[4]);
+      if (row >= 0) {
+        *reinterpret_cast<uint4*>(v[e]) = *reinterpret_cast<const uint4*>(x + int64_t(row) * a.cp + c0);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[e][q] = __float2half_rn(0.f);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      if (c0 + q >= a.channels) break;
+      alignas(8) __half o[4] = {v[0][q], v[1][q], v[2][q], v[3][q]};
+      *reinterpret_cast<uint2*>(y + off + int64_t(c0 + q) * p.cs) = *reinterpret_cast<const uint2*>(o);
+    }
+  }
+}
+
+__global__ void permute_kernel(const PermuteArgs a) {
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  __half* __restrict__ y = static_cast<__half*>(a.y);
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < a.total; t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = t, src = 0;
+    for (int d = a.nd - 1; d >= 0; --d) {
+      src += (rem % a.out_shape[d]) * a.src_stride[d];
+      rem /= a.out_shape[d];
+    }
+    y[t] = x[src];
+  }
+}
+
+__global__ void compact_rows_kernel(const __half* __restrict__ x, int xp, __half* __restrict__ y, int c, int64_t n) {
+  const int64_t total = n * c;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = t / c;
+    y[t] = x[r * xp + (t - r * c)];
+  }
+}
+
+}  // namespace
+
+void launch_set_count(int* count, int value, cudaStream_t st) {
+  set_count_kernel<<<1, 1, 0, st>>>(count, value);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu, int sm,
+                cudaStream_t st) {
+  add_kernel<<<grid_for(cap * cp / 2, 256, sm), 256, 0, st>>>(static_cast<const __half*>(a),
+                                                              static_cast<const __half*>(b), static_cast<__half*>(y),
+                                                              cp, count, cap, relu);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_relu(const void* x, void* y, int cp, const int* count, int64_t cap, int sm, cudaStream_t st) {
+  relu_kernel<<<grid_for(cap * cp / 2, 256, sm), 256, 0, st>>>(static_cast<const __half*>(x), static_cast<__half*>(y),
+                                                               cp, count, cap);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_copy_columns(const void* x, int xp, int c, void* y, int yp, int c0, const int* count, int64_t cap, int sm,
+                         cudaStream_t st) {
+  copy_columns_kernel<<<grid_for(cap * c, 256, sm), 256, 0, st>>>(static_cast<const __half*>(x), xp, c,
+                                                                  static_cast<__half*>(y), yp, c0, count, cap);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_zero_columns(void* y, int yp, int c0, const int* count, int64_t cap, int sm, cudaStream_t st) {
+  if (c0 >= yp) return;
+  zero_columns_kernel<<<grid_for(cap * (yp - c0), 256, sm), 256, 0, st>>>(static_cast<__half*>(y), yp, c0, count,
+                                                                          cap);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
+  DensifyPlan p;
+  p.a = a;
+  p.jc = 0;
+  for (int j = 0; j < 5; ++j)
+    if (a.out_axis[j] == 1) p.jc = j;
+  p.cs = 1;
+  for (int j = p.jc + 1; j < 5; ++j) p.cs *= a.out_size[j];
+  p.npos = 1;
+  for (int j = 0; j < 5; ++j)
+    if (j != p.jc) p.npos *= a.out_size[j];
+  p.groups = (a.channels + 7) / 8;
+  const int64_t total = p.npos * p.groups;
+  if (total == 0) return;
+  // innermost output axis spatial and a multiple of 4 wide: 8-byte stores of 4 positions
+  if (p.jc != 4 && a.out_size[4] % 4 == 0 && p.cs % 4 == 0) {
+    densify4_kernel<<<grid_for(total / 4, 256, sm, 16), 256, 0, st>>>(p);
+  } else {
+    densify_kernel<<<grid_for(total, 256, sm, 16), 256, 0, st>>>(p);
+  }
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_permute(const PermuteArgs& a, int sm, cudaStream_t st) {
+  if (a.total == 0) return;
+  permute_kernel<<<grid_for(a.total, 256, sm, 16), 256, 0, st>>>(a);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_compact_rows(const void* x, int xp, void* y, int c, int64_t n, cudaStream_t st) {
+  if (n == 0) return;
+  compact_rows_kernel<<<grid_for(n * c, 256, 132, 16), 256, 0, st>>>(static_cast<const __half*>(x), xp,
+                                                                     static_cast<__half*>(y), c, n);
+  SCN_CUDA_LAUNCHED();
+}
+
+}  // namespace scn::cuda

@@ -1,0 +1,560 @@
+// Output-stationary implicit GEMM for sparse convolution on tensor cores (mma.sync m16n8k16,
+// fp16 operands, fp32 accumulation; sm_80 and newer, TMA weight loads on sm_90).
+//
+//   for each tile of BM output rows (persistent loop) and BN output channels (grid.y):
+//     map   = out_in[rows, 0:K]                    -> shared memory (coalesced, BM*K contiguous ints)
+//     mask  = OR over rows of (map[row, k] >= 0)   -> offsets no row of the tile needs are skipped
+//     acc   = 0
+//     for each active offset k, for each BK chunk c of the input channels:   (STAGES-deep pipeline)
+//       A[r, :] = x[map[r, k], c : c + BK]   cp.async gather; rows without a neighbour are zeroed
+//                                            with a shared-memory store (no memory request)
+//       B[n, :] = W[k, n0 + n, c : c + BK]   cp.async, or one TMA bulk copy of a pre-tiled slice
+//       acc += A * B^T                       (ldmatrix + mma.sync)
+//     y[rows, n0 : n0 + BN] = epilogue(acc)  (bias, activation -> fp16 tile in shared memory, then
+//                                            16-byte stores with the residual add and ReLU)
+//
+// Every output element is produced by one thread with a fixed summation order (offsets
+// ascending, channels ascending), so results are deterministic and independent of the tile
+// shape, the pipeline depth and of which offsets a tile skips.
+#pragma once
+
+#include <vector>
+
+#include "backends/cuda/common.cuh"
+
+namespace scn::cuda {
+namespace igemm {
+
+inline constexpr int kMaxMapK = 32;  // kernels with K <= 32 stage the map in shared memory and skip offsets
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
+}
+
+// ---- TMA bulk copies completing on an mbarrier (sm_90) ------------------------------------------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+#endif
+}
+__device__ __forceinline__ void mbar_fence_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+#endif
+}
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::);
+#endif
+}
+__device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes));
+#endif
+}
+__device__ __forceinline__ void tma_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t phase) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(phase)
+      : "memory");
+#endif
+}
+
+// ---- thread-block clusters (sm_90): barrier, rank, reads of a peer's shared memory -------------
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return r;
+}
+/// Four floats at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
+__device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t addr;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+#endif
+  return v;
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G>
+struct Tile {
+  static constexpr int kThreads = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M;
+  static constexpr int WN = BN / WARPS_N;
+  static constexpr int MT = WM / 16;  // mma tiles per warp along M
+  static constexpr int NT = WN / 8;   // along N
+  static constexpr int LDS = BK + 8;  // padded smem row (halves): conflict-free ldmatrix
+  static constexpr int A_SUB = BM * LDS;  // one offset's A tile
+  static constexpr int B_SUB = BN * LDS;  // one offset's B tile (= one pre-tiled TMA slice)
+  static constexpr int A_STAGE = G * A_SUB;
+  static constexpr int B_STAGE = G * B_SUB;
+  static constexpr int LDC = BN + 8;  // epilogue staging row (halves)
+  static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * sizeof(__half);
+  static constexpr size_t kStageBytes = size_t(BM) * LDC * sizeof(__half);
+  static constexpr int LDR = BN + 4;  // split-K partial sums (floats)
+  static constexpr size_t kRedBytes = size_t(BM) * LDR * sizeof(float);
+  static constexpr size_t kMax2 = kPipeBytes > kStageBytes ? kPipeBytes : kStageBytes;
+  static constexpr size_t kMainBytes = kMax2 > kRedBytes ? kMax2 : kRedBytes;
+  static constexpr size_t kMapOff = (kMainBytes + 15) / 16 * 16;
+  static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4 + size_t(BM) * 4;
+  static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
+  static_assert(BK % 16 == 0, "BK must be a multiple of 16");
+  static_assert(STAGES >= 2, "at least two stages");
+  /// Bytes of one pre-tiled weight slice (TMA layout): BN rows of LDS halves.
+  static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
+
+  // Load assignment: a thread copies SEG consecutive 16-byte chunks of one row (one map read and
+  // one address per segment), SEG chosen so that the segments of a tile roughly cover the block.
+  static constexpr int CPR = BK / 8;
+  static constexpr int seg_for(int rows) {
+    int seg = CPR;
+    while (seg > 1 && rows * (CPR / seg) < kThreads) seg /= 2;
+    return seg;
+  }
+  static constexpr int A_SEG = seg_for(BM);
+  static constexpr int A_ITEMS = BM * (CPR / A_SEG);
+  static constexpr int A_ITERS = (A_ITEMS + kThreads - 1) / kThreads;
+  static constexpr int B_SEG = seg_for(BN);
+  static constexpr int B_ITEMS = BN * (CPR / B_SEG);
+  static constexpr int B_ITERS = (B_ITEMS + kThreads - 1) / kThreads;
+};
+
+// G > 1: one pipeline step covers G active offsets (requires BK == cin_p, one channel chunk), so
+// layers with few channels run G times fewer, larger steps. MINB > 0 caps registers so that MINB
+// blocks fit on an SM. SPLIT > 1 (sm_90): a cluster of SPLIT CTAs (grid z) shares each row tile,
+// CTA z summing the kernel offsets k with k % SPLIT == z; the partial sums meet in shared memory
+// and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
+// global workspace). Results then depend on SPLIT but on nothing else of the configuration.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
+    igemm_kernel(const ConvArgs a) {
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __half* sA = reinterpret_cast<__half*>(smem);
+  __half* sB = sA + STAGES * T::A_STAGE;
+  __half* sC = reinterpret_cast<__half*>(smem);  // epilogue staging (after the pipeline drained)
+  int32_t* sMap = reinterpret_cast<int32_t*>(smem + T::kMapOff);
+  int32_t* sOff = sMap + BM * kMaxMapK;
+  uint32_t* sMask = reinterpret_cast<uint32_t*>(sOff + kMaxMapK);
+  int32_t* sRows = sOff + kMaxMapK + 4;  // tile rows when the map's rows are reordered
+  const int32_t* __restrict__ order = a.row_order;
+  uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + (T::kBarOff + 7) / 8 * 8);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int64_t n = rows_of(a.n_out, a.cap_out);
+  const int64_t ntiles = (n + BM - 1) / BM;
+  const int n0 = blockIdx.y * BN;
+  const int K = a.K;
+  const bool map_smem = K <= kMaxMapK;
+  const int chunks = a.cin_p / BK;
+  const int cin_p = a.cin_p;
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  const __half* __restrict__ wt = static_cast<const __half*>(a.w_tma);
+
+  // Per-thread load assignment (fixed for the whole kernel).
+  int a_row[T::A_ITERS], a_dst[T::A_ITERS], a_col[T::A_ITERS];
+  bool a_on[T::A_ITERS];
+#pragma unroll
+  for (int it = 0; it < T::A_ITERS; ++it) {
+    const int item = tid + it * T::kThreads;
+    a_on[it] = item < T::A_ITEMS;
+    const int r = item / (T::CPR / T::A_SEG), sg = item % (T::CPR / T::A_SEG);
+    a_row[it] = r;
+    a_col[it] = sg * T::A_SEG * 8;
+    a_dst[it] = r * T::LDS + sg * T::A_SEG * 8;
+  }
+  const __half* b_src[T::B_ITERS];
+  int b_dst[T::B_ITERS];
+  bool b_on[T::B_ITERS];
+#pragma unroll
+  for (int it = 0; it < T::B_ITERS; ++it) {
+    const int item = tid + it * T::kThreads;
+    b_on[it] = item < T::B_ITEMS;
+    const int r = item / (T::CPR / T::B_SEG), sg = item % (T::CPR / T::B_SEG);
+    b_src[it] = static_cast<const __half*>(a.w) + int64_t(n0 + r) * cin_p + sg * T::B_SEG * 8;
+    b_dst[it] = r * T::LDS + sg * T::B_SEG * 8;
+  }
+  const int64_t w_kstride = int64_t(a.cout_w) * cin_p;
+
+  if constexpr (TMA_B) {
+    if (tid == 0) {
+      for (int s = 0; s < STAGES; ++s) mbar_init(&sBar[s], 1);
+      mbar_fence_init();
+    }
+    __syncthreads();
+  }
+  uint32_t gstep = 0;  // pipeline steps issued by this block so far (TMA slots and phases)
+
+  for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    const int64_t m0 = tile * BM;
+    __syncthreads();  // the previous tile is done with shared memory
+    int nact = K;
+    if (map_smem) {
+      if (tid == 0) *sMask = 0u;
+      if (order)
+        for (int r = tid; r < BM; r += T::kThreads) sRows[r] = m0 + r < n ? __ldg(order + m0 + r) : -1;
+      __syncthreads();
+      uint32_t mine = 0;
+      int kk = tid % K;
+      const int kstep = T::kThreads % K;
+      if (order) {
+        int r = tid / K;
+        const int rstep = T::kThreads / K;
+        for (int i = tid; i < BM * K; i += T::kThreads) {
+          const int32_t src = sRows[r];
+          const int32_t v = src >= 0 ? __ldg(a.out_in + int64_t(src) * K + kk) : -1;
+          sMap[i] = v;
+          if (v >= 0) mine |= 1u << kk;
+          kk += kstep;
+          r += rstep;
+          if (kk >= K) {
+            kk -= K;
+            ++r;
+          }
+        }
+      } else {
+        const int64_t base = m0 * K;
+        const int64_t limit = n * K;
+        for (int i = tid; i < BM * K; i += T::kThreads) {
+          const int32_t v = base + i < limit ? __ldg(a.out_in + base + i) : -1;
+          sMap[i] = v;
+          if (v >= 0) mine |= 1u << kk;
+          kk += kstep;
+          if (kk >= K) kk -= K;
+        }
+      }
+      mine = __reduce_or_sync(0xffffffffu, mine);
+      if (lane == 0 && mine) atomicOr(sMask, mine);
+      __syncthreads();
+      uint32_t mask = *sMask;
+      if constexpr (SPLIT > 1) {
+        uint32_t mine_z = 0;
+        const uint32_t z = blockIdx.z;
+        for (uint32_t k = z; k < 32; k += SPLIT) mine_z |= 1u << k;
+        mask &= mine_z;
+      }
+      nact = __popc(mask);
+      if (warp == 0) {
+        if ((mask >> lane) & 1u) sOff[__popc(mask & ((1u << lane) - 1u))] = lane;
+      }
+      __syncthreads();
+    }
+    // step -> (offset group, channel chunk); G > 1 only runs with one chunk
+    const int nsteps = G > 1 ? (nact + G - 1) / G : nact * chunks;
+
+    // loader state: next step's first offset index and channel chunk
+    int ld_kk = 0, ld_c = 0;
+    uint32_t ld_slot = gstep % STAGES;
+    auto load_next = [&]() {
+      const int c0 = ld_c * BK;
+      __half* stA = sA + ld_slot * T::A_STAGE;
+      __half* stB = sB + ld_slot * T::B_STAGE;
+      int issued = 0;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const int kk = ld_kk + g;
+        if (G > 1 && kk >= nact) break;
+        ++issued;
+        const int k = map_smem ? sOff[kk] : kk;
+        __half* dA = stA + g * T::A_SUB;
+#pragma unroll
+        for (int it = 0; it < T::A_ITERS; ++it) {
+          if (T::A_ITEMS % T::kThreads != 0 && !a_on[it]) continue;
+          int32_t src_row;
+          if (map_smem) {
+            src_row = sMap[a_row[it] * K + k];
+          } else {
+            src_row = m0 + a_row[it] < n ? __ldg(a.out_in + (m0 + a_row[it]) * K + k) : -1;
+          }
+          __half* dst = dA + a_dst[it];
+          if (src_row >= 0) {
+            const __half* src = x + int64_t(src_row) * cin_p + c0 + a_col[it];
+#pragma unroll
+            for (int q = 0; q < T::A_SEG; ++q) cp_async16(dst + q * 8, src + q * 8);
+          } else {
+#pragma unroll
+            for (int q = 0; q < T::A_SEG; ++q) *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(0u, 0u, 0u, 0u);
+          }
+        }
+        if constexpr (!TMA_B) {
+          __half* dB = stB + g * T::B_SUB;
+          const int64_t wofs = int64_t(k) * w_kstride + c0;
+#pragma unroll
+          for (int it = 0; it < T::B_ITERS; ++it) {
+            if (T::B_ITEMS % T::kThreads != 0 && !b_on[it]) continue;
+#pragma unroll
+            for (int q = 0; q < T::B_SEG; ++q) cp_async16(dB + b_dst[it] + q * 8, b_src[it] + wofs + q * 8);
+          }
+        }
+      }
+      if constexpr (TMA_B) {
+        if (tid == 0) {
+          fence_proxy_async();
+          expect_tx(&sBar[ld_slot], uint32_t(issued) * T::kBSliceBytes);
+          for (int g = 0; g < issued; ++g) {
+            const int k = map_smem ? sOff[ld_kk + g] : ld_kk + g;
+            const __half* src = wt + ((int64_t(k) * chunks + ld_c) * gridDim.y + blockIdx.y) * T::B_SUB;
+            tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[ld_slot]);
+          }
+        }
+      }
+      // advance
+      if (G > 1) {
+        ld_kk += G;
+      } else if (++ld_c == chunks) {
+        ld_c = 0;
+        ++ld_kk;
+      }
+      ld_slot = ld_slot + 1 == STAGES ? 0 : ld_slot + 1;
+    };
+
+    float acc[T::MT][T::NT][4];
+#pragma unroll
+    for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+      for (int j = 0; j < T::NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < nsteps) load_next();
+      cp_async_commit();
+    }
+
+    uint32_t slot = gstep % STAGES;
+    uint32_t phase = (gstep / STAGES) & 1u;
+    int grp_left = nact;  // G > 1: offsets not yet consumed
+    for (int step = 0; step < nsteps; ++step) {
+      cp_async_wait<STAGES - 2>();
+      if constexpr (TMA_B) mbar_wait(&sBar[slot], phase);
+      __syncthreads();
+      if (step + STAGES - 1 < nsteps) load_next();
+      cp_async_commit();
+
+      const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : 1;
+      grp_left -= G;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (g >= nsub) break;
+        const __half* tA = sA + slot * T::A_STAGE + g * T::A_SUB;
+        const __half* tB = sB + slot * T::B_STAGE + g * T::B_SUB;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          uint32_t af[T::MT][4];
+          uint32_t bf[T::NT][2];
+#pragma unroll
+          for (int i = 0; i < T::MT; ++i) {
+            const int row = wm * T::WM + i * 16 + (lane & 15);
+            const int col = kk * 16 + (lane >> 4) * 8;
+            ldmatrix_x4(af[i], tA + row * T::LDS + col);
+          }
+#pragma unroll
+          for (int j = 0; j < T::NT / 2; ++j) {
+            const int row = wn * T::WN + j * 16 + (lane & 7) + (lane >> 4) * 8;
+            const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+            uint32_t r[4];
+            ldmatrix_x4(r, tB + row * T::LDS + col);
+            bf[2 * j][0] = r[0];
+            bf[2 * j][1] = r[1];
+            bf[2 * j + 1][0] = r[2];
+            bf[2 * j + 1][1] = r[3];
+          }
+#pragma unroll
+          for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+            for (int j = 0; j < T::NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+      }
+      if (++slot == STAGES) {
+        slot = 0;
+        phase ^= 1u;
+      }
+    }
+    cp_async_wait<0>();
+    gstep += uint32_t(nsteps);
+    __syncthreads();  // every warp is done with the pipeline buffers: reuse them for staging
+
+    if constexpr (SPLIT > 1) {
+      // partial sums -> shared memory; the cluster meets; CTA z reduces rows [z*BM/S, (z+1)*BM/S)
+      float* sRed = reinterpret_cast<float*>(smem);
+#pragma unroll
+      for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+        for (int j = 0; j < T::NT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
+            const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
+            *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          }
+      cluster_sync();
+      const uint32_t z = cluster_rank();
+      constexpr int ROWS = BM / SPLIT;
+      constexpr int CPRC = BN / 8;
+      const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+      __half* y = static_cast<__half*>(a.y);
+      for (int i = tid; i < ROWS * CPRC; i += T::kThreads) {
+        const int rl = int(z) * ROWS + i / CPRC, c8 = (i % CPRC) * 8;
+        const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+        const int col = n0 + c8;
+        if ((order ? row < 0 : row >= n) || col >= a.cout_p) continue;
+        float v[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[q] = 0.f;
+#pragma unroll
+        for (int r = 0; r < SPLIT; ++r) {
+          const float4 lo = ld_peer_f4(sRed + rl * T::LDR + c8, uint32_t(r));
+          const float4 hi = ld_peer_f4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
+          v[0] += lo.x; v[1] += lo.y; v[2] += lo.z; v[3] += lo.w;
+          v[4] += hi.x; v[5] += hi.y; v[6] += hi.z; v[7] += hi.w;
+        }
+        alignas(16) __half rr[8];
+        if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
+        alignas(16) __half out[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          const int cq = col + q;
+          float f = cq < a.cout ? __half2float(__float2half_rn(apply_act(v[q] + a.bias[cq], a.act, a.alpha))) : 0.f;
+          if (res) f = __half2float(__float2half_rn(f + __half2float(rr[q])));
+          if (a.relu_after) f = f > 0.f ? f : 0.f;
+          out[q] = __float2half_rn(f);
+        }
+        *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(out);
+      }
+      cluster_sync();  // peers are done reading this CTA's partial sums
+    } else {
+
+    // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).
+#pragma unroll
+    for (int i = 0; i < T::MT; ++i) {
+#pragma unroll
+      for (int j = 0; j < T::NT; ++j) {
+        const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
+        const int col = n0 + cl;
+        const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+        const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
+          const float v0 = col < a.cout ? apply_act(acc[i][j][2 * h] + b0, a.act, a.alpha) : 0.f;
+          const float v1 = col + 1 < a.cout ? apply_act(acc[i][j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+          *reinterpret_cast<__half2*>(sC + rl * T::LDC + cl) = __floats2half2_rn(v0, v1);
+        }
+      }
+    }
+    __syncthreads();
+    // Pass 2: 16-byte rows out, with the residual add (rounded like an fp16 Add) and the ReLU.
+    const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+    __half* y = static_cast<__half*>(a.y);
+    constexpr int CPRC = BN / 8;
+    for (int i = tid; i < BM * CPRC; i += T::kThreads) {
+      const int rl = i / CPRC, c8 = (i % CPRC) * 8;
+      const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+      const int col = n0 + c8;
+      if ((order ? row < 0 : row >= n) || col >= a.cout_p) continue;
+      alignas(16) __half v[8];
+      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * T::LDC + c8);
+      if (res || a.relu_after) {
+        alignas(16) __half r[8];
+        if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          float f = __half2float(v[q]);
+          if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
+          if (a.relu_after) f = f > 0.f ? f : 0.f;
+          v[q] = __float2half_rn(f);
+        }
+      }
+      *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
+    }
+    }
+  }
+}
+
+struct Instance {
+  IgemmConfig cfg;
+  void (*kernel)(const ConvArgs);
+  size_t smem;
+  int threads;
+  int blocks_per_sm;
+};
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
+          int SPLIT = 1>
+inline Instance make_instance(const char* name) {
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
+  static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, name},
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT>, T::kSmem, T::kThreads,
+                  1};
+}
+
+// Instance lists, one per translation unit so that nvcc compiles them in parallel.
+void add_instances_a(std::vector<Instance>& v);
+void add_instances_b(std::vector<Instance>& v);
+void add_instances_c(std::vector<Instance>& v);
+void add_instances_d(std::vector<Instance>& v);
+void add_instances_e(std::vector<Instance>& v);
+
+}  // namespace igemm
+}  // namespace scn::cuda

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One device call: configure, build, run every gtest binary (CPU and CUDA) and the CenterPoint
+# benchmark, with logs and CSV under $OUT (at most 8 files, no sub-folders).
+#
+# On the device machine, from the repository root (the run tool's carry must name .deps and
+# .devdata):   bash scripts/gpu_check.sh
+# Environment:
+#   OUT                 output folder (default ./gpu_out)
+#   SCN_GTEST_FILTER    gtest filter for the CUDA tests (default: all)
+#   SCN_ONLY_CUDA=1     run only the CUDA test binary
+#   SCN_SKIP_TESTS=1    skip the tests      SCN_SKIP_BENCH=1  skip the benchmark
+#   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
+#   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
+#   SCN_NCU=1           also profile the 21 implicit-GEMM launches of one forward with Nsight Compute
+#                       (ncu.log, with the arena plan trace)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/gpu_out}
+mkdir -p "$OUT"
+BUILD=${SCN_BUILD_DIR:-$ROOT/build-gpu}
+ARCHS=${SCN_CUDA_ARCHS:-90}
+FILTER=${SCN_GTEST_FILTER:-*}
+export SCN_DATA_DIR=${SCN_DATA_DIR:-$ROOT/.devdata/nuscenes-centerpoint}
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  # the device copy of the tree has no .git: pass SCN_COMMIT="$(git rev-parse --short HEAD)" from here
+  echo "commit: ${SCN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
+       "(uncommitted paths: $(git status --porcelain 2>/dev/null | wc -l))"
+  echo "host: $(uname -a)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2
+  cmake --version | head -1
+  echo "data: $SCN_DATA_DIR"; ls -la "$SCN_DATA_DIR" 2>&1
+} > "$OUT/env.log" 2>&1
+
+t0=$(date +%s)
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
+  -DSCN_WITH_CUDA=ON -DSCN_DEPS_DIR="$ROOT/.deps" -DSCN_SHARED_DATA_DIR="$ROOT/.devdata" \
+  -DSCN_BUILD_TESTS=ON > "$OUT/build.log" 2>&1
+cfg=$?
+if [ $cfg -eq 0 ]; then
+  ninja -C "$BUILD" -j16 >> "$OUT/build.log" 2>&1
+  bld=$?
+else
+  bld=$cfg
+fi
+echo "configure+build: rc $bld in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/env.log"
+if [ $bld -ne 0 ]; then
+  # build what we can of our own targets, so the CUDA tests still run when another area is broken
+  ninja -C "$BUILD" -j16 -k 0 scn_cuda_tests bench_centerpoint scn_engine_tests >> "$OUT/build.log" 2>&1
+  grep -E "error|FAILED" "$OUT/build.log" | head -40
+fi
+
+: > "$OUT/tests.log"
+if [ "${SCN_SKIP_TESTS:-0}" != "1" ]; then
+  t1=$(date +%s)
+  bins=$(find "$BUILD/tests" -maxdepth 2 -type f -executable \( -name 'test_*' -o -name '*_tests' \) | sort)
+  for b in $bins; do
+    name=$(basename "$b")
+    if [ "${SCN_ONLY_CUDA:-0}" = "1" ] && [ "$name" != "scn_cuda_tests" ]; then continue; fi
+    f='*'
+    [ "$name" = "scn_cuda_tests" ] && f="$FILTER"
+    echo "===== $name (filter $f)" >> "$OUT/tests.log"
+    ( cd "$(dirname "$b")" && timeout 900 "$b" --gtest_filter="$f" --gtest_color=no ) >> "$OUT/tests.log" 2>&1
+    echo "===== $name rc $?" >> "$OUT/tests.log"
+  done
+  if [ -x "$BUILD/tests/cuda/scn_cuda_tests" ] && [ "${SCN_SKIP_VARIANTS:-0}" != "1" ]; then
+    # the same CUDA tests with rows in neighbour-mask order and kernel maps on the main stream
+    echo "===== scn_cuda_tests (SCN_CUDA_SORT_ROWS=1 SCN_CUDA_MAP_LOOKAHEAD=0, filter $FILTER)" >> "$OUT/tests.log"
+    ( cd "$BUILD/tests/cuda" && SCN_CUDA_SORT_ROWS=1 SCN_CUDA_MAP_LOOKAHEAD=0 timeout 900 ./scn_cuda_tests \
+        --gtest_filter="$FILTER:-*RealFrame*" --gtest_color=no ) >> "$OUT/tests.log" 2>&1
+    echo "===== scn_cuda_tests variant rc $?" >> "$OUT/tests.log"
+  fi
+  echo "tests: $(( $(date +%s) - t1 )) s" | tee -a "$OUT/env.log"
+  grep -E "^=====|^\[  PASSED|^\[  FAILED|^\[  SKIPPED \] [0-9]+|tests? ran|real frame" "$OUT/tests.log" | head -80
+fi
+
+if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; then
+  t2=$(date +%s)
+  "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --csv "$OUT" ${SCN_BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+  echo "bench rc $? in $(( $(date +%s) - t2 )) s" | tee -a "$OUT/env.log"
+  cat "$OUT/bench.log"
+fi
+
+if [ "${SCN_NCU:-0}" = "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; then
+  t3=$(date +%s)
+  {
+    echo "== arena plan and per-step times (heuristic configs, no graph)"
+    SCN_CUDA_PLAN_TRACE=1 "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --ncu 2>&1
+    echo "== ncu"
+    timeout 300 ncu --clock-control none -k regex:igemm_kernel --launch-count 21 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis \
+      "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --ncu 2>&1
+  } > "$OUT/ncu.log" 2>&1
+  echo "ncu rc $? in $(( $(date +%s) - t3 )) s" | tee -a "$OUT/env.log"
+  grep -E "igemm_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -150
+fi

@@ -1,0 +1,476 @@
+// CenterPoint (SpMiddleResNetFHD) on the CUDA backend: latency on the real nuScenes frame (CUDA
+// events after warm-up, median / p99), per-layer table, device memory, the gather-GEMM-scatter
+// (cuBLAS) path alone, the implicit-GEMM tile configurations per layer, and a sweep over synthetic
+// voxel counts. Not a ctest test: scripts/gpu_check.sh runs it.
+//
+//   bench_centerpoint [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "engine/centerpoint_graph.h"
+#include "scn/engine.h"
+#ifdef SCN_HAVE_SYNTH
+#include "synthetic_frame.h"
+#endif
+
+namespace {
+
+using namespace scn;
+
+struct Stats {
+  double median = 0, p99 = 0, mean = 0, min = 0, max = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  s.p99 = v[std::min(v.size() - 1, size_t(double(v.size()) * 0.99))];
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / double(v.size());
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+void setenv_or_unset(const char* name, const char* value) {
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+BuildOptions cuda_opts(bool graph, int64_t max_voxels = 0) {
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.cuda_graph = graph;
+  o.max_input_voxels = max_voxels;
+  return o;
+}
+
+std::vector<float> to_floats(const Tensor& t) {
+  const Tensor h = t.to(Device::Host);
+  std::vector<float> v(size_t(h.numel()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = h.dtype() == DType::Float16 ? half_to_float(h.ptr<uint16_t>()[i]) : h.ptr<float>()[i];
+  return v;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+size_t used_device_bytes() {
+  size_t free_b = 0, total = 0;
+  cudaMemGetInfo(&free_b, &total);
+  return total - free_b;
+}
+
+/// Median of `reps` profile_layers runs, per step.
+std::vector<LayerTiming> profile_median(Engine& e, int reps) {
+  std::vector<std::vector<LayerTiming>> all;
+  for (int i = 0; i < reps; ++i) all.push_back(e.profile_layers());
+  std::vector<LayerTiming> out = all[0];
+  for (size_t s = 0; s < out.size(); ++s) {
+    std::vector<double> v;
+    for (const auto& r : all) v.push_back(r[s].ms);
+    out[s].ms = stats(v).median;
+  }
+  return out;
+}
+
+struct Input {
+  Tensor features, indices;
+  Int3 grid{41, 1440, 1440};
+};
+
+/// Synthetic frame of `n` voxels (scn_synth when built, else clustered random sites).
+Input synthetic(int64_t n, uint64_t seed) {
+  Input in;
+#ifdef SCN_HAVE_SYNTH
+  synth::FrameOptions o = synth::FrameOptions::nuscenes();
+  o.voxels = n;
+  o.seed = seed;
+  const synth::Frame f = synth::generate_frame(o);
+  in.features = synth::features_tensor(f);
+  in.indices = synth::indices_tensor(f);
+  in.grid = {f.grid[0], f.grid[1], f.grid[2]};
+#else
+  std::mt19937_64 rng(seed);
+  std::set<int64_t> used;
+  in.features = Tensor::empty({n, 5}, DType::Float16);
+  in.indices = Tensor::empty({n, 4}, DType::Int32);
+  int64_t i = 0;
+  while (i < n) {  // clusters of points on a few surfaces
+    const int cz = int(rng() % 30), cy = int(rng() % 1300) + 50, cx = int(rng() % 1300) + 50;
+    for (int j = 0; j < 64 && i < n; ++j) {
+      const int z = cz + int(rng() % 4), y = cy + int(rng() % 24), x = cx + int(rng() % 24);
+      const int64_t key = (int64_t(z) * 1440 + y) * 1440 + x;
+      if (!used.insert(key).second) continue;
+      int32_t* r = in.indices.ptr<int32_t>() + 4 * i;
+      r[0] = 0;
+      r[1] = z;
+      r[2] = y;
+      r[3] = x;
+      for (int c = 0; c < 5; ++c)
+        in.features.ptr<uint16_t>()[i * 5 + c] = float_to_half(float(int(rng() % 2000) - 1000) / 100.f + 0.01f);
+      ++i;
+    }
+  }
+#endif
+  return in;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
+  if (const char* d = std::getenv("SCN_DATA_DIR")) data = d;
+  std::string csv_dir = ".";
+  int runs = 200, warmup = 30;
+  bool quick = false;
+  bool ncu = false;  // one un-captured forward for a profiler (heuristic configs, no autotune launches)
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--data") data = next();
+    else if (a == "--runs") runs = std::atoi(next().c_str());
+    else if (a == "--warmup") warmup = std::atoi(next().c_str());
+    else if (a == "--csv") csv_dir = next();
+    else if (a == "--quick") quick = true;
+    else if (a == "--ncu") ncu = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!cuda_available()) {
+    std::printf("no CUDA device: nothing to benchmark\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  int rt = 0, drv = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  std::printf("device: %s, %d SMs, cc %d.%d, L2 %d MB, runtime %d, driver %d\n", prop.name, prop.multiProcessorCount,
+              prop.major, prop.minor, prop.l2CacheSize >> 20, rt, drv);
+
+  try {
+    Input frame;
+    const bool have_frame = bool(std::ifstream(data + "/in_features.torch.fp16.tensor"));
+    if (have_frame) {
+      frame.features = Tensor::load(data + "/in_features.torch.fp16.tensor");
+      frame.indices = Tensor::load(data + "/in_indices_zyx.torch.int32.tensor");
+      std::printf("input: real nuScenes frame %s, %lld voxels\n", data.c_str(),
+                  static_cast<long long>(frame.features.dim(0)));
+    } else {
+      frame = synthetic(79745, 1);
+      std::printf("input: real frame not found in %s; synthetic frame of %lld voxels\n", data.c_str(),
+                  static_cast<long long>(frame.features.dim(0)));
+    }
+    const EngineBuilder b = test::centerpoint_builder();
+    if (ncu) {
+      setenv_or_unset("SCN_CUDA_AUTOTUNE", "0");
+      auto en = b.build(cuda_opts(false));
+      en->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      for (const auto& l : en->profile_layers())
+        std::printf("  %-10s %-18s %-44s %.4f ms\n", l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
+      return 0;
+    }
+
+    std::FILE* summary = std::fopen((csv_dir + "/bench_summary.csv").c_str(), "w");
+    if (summary) std::fprintf(summary, "metric,value\n");
+    auto put = [&](const char* k, double v) {
+      std::printf("  %-44s %.4f\n", k, v);
+      if (summary) std::fprintf(summary, "%s,%.6f\n", k, v);
+    };
+
+    // ---- implicit GEMM, CUDA graph ------------------------------------------------------------
+    cudaDeviceSynchronize();
+    const size_t before = used_device_bytes();
+    auto e = b.build(cuda_opts(true));
+    e->set_input(0, frame.features, frame.indices, frame.grid, 1);
+    e->forward();
+    e->check_errors();
+    cudaDeviceSynchronize();
+    const size_t after = used_device_bytes();
+    const std::vector<float> ref = to_floats(e->output(0));
+    const Stats g = stats(e->time_forward(warmup, runs));
+    std::printf("\nCenterPoint, FP16, implicit GEMM, CUDA graph (%d runs after %d warm-up, each run timed alone):\n",
+                runs, warmup);
+    put("graph_median_ms", g.median);
+    put("graph_p99_ms", g.p99);
+    put("graph_mean_ms", g.mean);
+    put("graph_min_ms", g.min);
+    // back to back: launch overhead overlapped with the previous frame
+    {
+      cudaEvent_t a0, a1;
+      cudaEventCreate(&a0);
+      cudaEventCreate(&a1);
+      cudaStream_t st;
+      cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+      e->forward(st);
+      cudaEventRecord(a0, st);
+      for (int i = 0; i < runs; ++i) e->forward(st);
+      cudaEventRecord(a1, st);
+      cudaEventSynchronize(a1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a0, a1);
+      put("graph_back_to_back_ms_per_frame", double(ms) / runs);
+      e->check_errors();
+      cudaStreamDestroy(st);
+      cudaEventDestroy(a0);
+      cudaEventDestroy(a1);
+    }
+    put("workspace_bytes_MB", double(e->workspace_bytes()) / 1e6);
+    put("device_memory_delta_MB", double(after - before) / 1e6);
+
+    // ---- per-layer table ----------------------------------------------------------------------
+    const auto layers = profile_median(*e, quick ? 5 : 20);
+    std::printf("\nper step (median of %d profiled forwards, no graph, events around each step):\n", quick ? 5 : 20);
+    std::printf("  %-12s %-18s %-42s %9s\n", "node", "op", "algorithm", "ms");
+    double total = 0;
+    std::FILE* lf = std::fopen((csv_dir + "/bench_layers.csv").c_str(), "w");
+    if (lf) std::fprintf(lf, "step,node,op,algorithm,ms\n");
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const auto& l = layers[i];
+      std::printf("  %-12s %-18s %-42s %9.4f\n", l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
+      if (lf) std::fprintf(lf, "%zu,%s,%s,%s,%.6f\n", i, l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
+      total += l.ms;
+    }
+    if (lf) std::fclose(lf);
+    std::printf("  %-74s %9.4f\n", "sum of steps", total);
+    put("profile_sum_ms", total);
+
+    // ---- kernel maps on the main stream only ---------------------------------------------------
+    {
+      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", "0");
+      auto e0 = b.build(cuda_opts(true));
+      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", nullptr);
+      e0->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(e0->time_forward(warmup, runs));
+      put("graph_maps_on_main_stream_median_ms", s.median);
+      put("graph_maps_on_main_stream_rel_l2_vs_default", rel_l2(to_floats(e0->output(0)), ref));
+    }
+
+    {
+      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", "2");
+      auto e2 = b.build(cuda_opts(true));
+      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", nullptr);
+      e2->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(e2->time_forward(warmup, runs));
+      put("graph_map_lookahead2_median_ms", s.median);
+      put("graph_map_lookahead2_workspace_MB", double(e2->workspace_bytes()) / 1e6);
+    }
+    {
+      setenv_or_unset("SCN_CUDA_AUTOTUNE", "0");
+      auto eh = b.build(cuda_opts(true));
+      setenv_or_unset("SCN_CUDA_AUTOTUNE", nullptr);
+      eh->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(eh->time_forward(warmup, runs));
+      put("graph_heuristic_configs_median_ms", s.median);
+      put("graph_heuristic_configs_bitwise_equal_tuned", to_floats(eh->output(0)) == ref ? 1.0 : 0.0);
+    }
+
+    {
+      setenv_or_unset("SCN_CUDA_SORT_ROWS", "1");
+      auto eu = b.build(cuda_opts(true));
+      setenv_or_unset("SCN_CUDA_SORT_ROWS", nullptr);
+      eu->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(eu->time_forward(warmup, runs));
+      put("graph_rows_mask_sorted_median_ms", s.median);
+      put("graph_rows_mask_sorted_bitwise_equal_default", to_floats(eu->output(0)) == ref ? 1.0 : 0.0);
+    }
+    for (const char* sp : {"2", "4"}) {
+      setenv_or_unset("SCN_CUDA_SPLIT", sp);
+      auto es = b.build(cuda_opts(true));
+      setenv_or_unset("SCN_CUDA_SPLIT", nullptr);
+      es->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(es->time_forward(warmup, runs));
+      const std::string k = std::string("graph_split") + sp;
+      put((k + "_median_ms").c_str(), s.median);
+      put((k + "_rel_l2_vs_default").c_str(), rel_l2(to_floats(es->output(0)), ref));
+      const auto p = es->profile_layers();
+      for (const auto& l : p)
+        if (l.op == "SparseConvolution") std::printf("    %-8s %-44s %.4f ms\n", l.node.c_str(), l.algorithm.c_str(), l.ms);
+    }
+
+    // ---- no graph -----------------------------------------------------------------------------
+    {
+      auto e2 = b.build(cuda_opts(false));
+      e2->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(e2->time_forward(warmup, runs));
+      put("nograph_median_ms", s.median);
+      put("nograph_p99_ms", s.p99);
+    }
+
+    // ---- gather-GEMM-scatter (cuBLAS) path alone ----------------------------------------------
+    {
+      setenv_or_unset("SCN_CUDA_ALGO", "gemm");
+      auto eg = b.build(cuda_opts(false));
+      setenv_or_unset("SCN_CUDA_ALGO", nullptr);
+      eg->set_input(0, frame.features, frame.indices, frame.grid, 1);
+      const Stats s = stats(eg->time_forward(3, quick ? 5 : 20));
+      std::printf("\ngather-GEMM-scatter path (cuBLAS per offset, one host sync per conv, no graph):\n");
+      put("cublas_path_median_ms", s.median);
+      put("cublas_path_p99_ms", s.p99);
+      put("cublas_path_vs_igemm_rel_l2", rel_l2(to_floats(eg->output(0)), ref));
+      put("cublas_path_workspace_MB", double(eg->workspace_bytes()) / 1e6);
+    }
+
+    // ---- tile configurations per layer ----------------------------------------------------------
+    if (!quick) {
+      const char* cfgs[] = {
+      "m128n16k16s4",
+      "m128n16k16s3",
+      "m64n16k16s4",
+      "m64n16k16s4r8",
+      "m128n16k16s3r6",
+      "m128n16k16s3g4",
+      "m64n16k16s4g2",
+      "m128n16k32s3",
+      "m128n32k32s4",
+      "m64n32k32s4",
+      "m64n32k32s3r7",
+      "m128n32k32s3",
+      "m128n32k16s4",
+      "m128n32k16s3g2",
+      "m64n32k32s3g2",
+      "m64n64k32s3t",
+      "m64n64k32s4t",
+      "m128n64k32s3t",
+      "m64n64k64s3t",
+      "m64n64k16s3",
+      "m64n64k32s3",
+      "m64n64k32s3tg2",
+      "m32n128k64s3t",
+      "m64n128k64s3t",
+      "m32n128k64s4t",
+      "m32n128k32s4t",
+      "m32n128k32s3t",
+      "m64n128k32s3t",
+      "m64n128k16s3",
+      "m64n128k64s3",
+      "m32n64k32s3",
+      "m128n128k64s3tx4",
+      "m128n128k64s3tx2",
+      "m64n128k64s3tx2",
+      "m64n128k64s3tx4",
+      "m128n64k64s3tx2",
+      "m128n64k64s3tx4",
+      "m64n64k64s3tx2",
+      "m128n64k32s3tx2",
+      "m128n32k32s3x2",
+      "m128n32k32s3x4",
+      "m128n16k16s4x2",
+      "m128n16k16s4t",
+      "m128n32k32s4t",
+      "m128n32k32s3tg2"};
+      std::map<std::string, std::map<std::string, double>> t;  // node -> cfg -> ms
+      std::vector<std::string> order;
+      for (const char* c : cfgs) {
+        setenv_or_unset("SCN_CUDA_IGEMM", c);
+        auto ec = b.build(cuda_opts(false));
+        setenv_or_unset("SCN_CUDA_IGEMM", nullptr);
+        ec->set_input(0, frame.features, frame.indices, frame.grid, 1);
+        ec->forward();
+        ec->check_errors();
+        const auto p = profile_median(*ec, 7);
+        for (const auto& l : p) {
+          if (l.op != "SparseConvolution") continue;
+          if (!t.count(l.node)) order.push_back(l.node);
+          // a config that does not fit a layer falls back to the default: record only real ones
+          if (l.algorithm.find(std::string("igemm ") + c + " ") != std::string::npos) t[l.node][c] = l.ms;
+        }
+      }
+      std::FILE* cf = std::fopen((csv_dir + "/bench_configs.csv").c_str(), "w");
+      if (cf) {
+        std::fprintf(cf, "node");
+        for (const char* c : cfgs) std::fprintf(cf, ",%s", c);
+        std::fprintf(cf, "\n");
+      }
+      std::printf("\nconv time per tile configuration (ms, median of 7 profiled forwards):\n  %-8s", "node");
+      for (const char* c : cfgs) std::printf(" %11s", c);
+      std::printf("\n");
+      for (const auto& n : order) {
+        std::printf("  %-8s", n.c_str());
+        if (cf) std::fprintf(cf, "%s", n.c_str());
+        for (const char* c : cfgs) {
+          const auto it = t[n].find(c);
+          if (it == t[n].end()) {
+            std::printf(" %11s", "-");
+            if (cf) std::fprintf(cf, ",");
+          } else {
+            std::printf(" %11.4f", it->second);
+            if (cf) std::fprintf(cf, ",%.6f", it->second);
+          }
+        }
+        std::printf("\n");
+        if (cf) std::fprintf(cf, "\n");
+      }
+      if (cf) std::fclose(cf);
+    }
+
+    // ---- sweep over voxel counts ----------------------------------------------------------------
+    {
+      std::FILE* sf = nullptr;  // printed only (the device run returns at most 8 files)
+      if (sf) std::fprintf(sf, "voxels,median_ms,p99_ms\n");
+      std::printf("\nsweep over synthetic frames (%s), CUDA graph, a fresh engine (tuned on its frame) per count:\n",
+#ifdef SCN_HAVE_SYNTH
+                  "scn_synth"
+#else
+                  "clustered random sites"
+#endif
+      );
+      const std::vector<int64_t> counts =
+          quick ? std::vector<int64_t>{20000, 80000} : std::vector<int64_t>{10000, 20000, 40000, 80000, 120000, 160000, 200000};
+      for (int64_t n : counts) {
+        Input in;
+        try {
+          in = synthetic(n, uint64_t(n));
+        } catch (const std::exception& ex) {
+          std::printf("  %8lld voxels: no synthetic frame (%s)\n", static_cast<long long>(n), ex.what());
+          continue;
+        }
+        auto es = b.build(cuda_opts(true, 200000));
+        es->set_input(0, in.features, in.indices, in.grid, 1);
+        Stats s;
+        try {
+          s = stats(es->time_forward(10, quick ? 20 : 50));
+        } catch (const std::exception& ex) {
+          std::printf("  %8lld voxels: %s\n", static_cast<long long>(in.features.dim(0)), ex.what());
+          continue;
+        }
+        std::printf("  %8lld voxels: median %.4f ms, p99 %.4f ms\n", static_cast<long long>(in.features.dim(0)), s.median,
+                    s.p99);
+        if (sf) std::fprintf(sf, "%lld,%.6f,%.6f\n", static_cast<long long>(in.features.dim(0)), s.median, s.p99);
+      }
+      if (sf) std::fclose(sf);
+    }
+    if (summary) std::fclose(summary);
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "bench_centerpoint: %s\n", ex.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,512 @@
+// CUDA backend (fp16) against the CPU reference backend (fp32) on random sparse inputs: every
+// conv kind and channel count, fusions, densify tails, empty / one-voxel inputs, batch 2,
+// determinism, capacity overflow, device inputs and device-side validation, the gather-GEMM
+// path, and the real nuScenes frame end to end. Every test skips visibly without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "cuda/cuda_test_util.h"
+#include "engine/centerpoint_graph.h"
+
+namespace {
+
+using namespace scn;
+using namespace scn::cudatest;
+using test::random_conv;
+using test::random_input;
+using test::SparseInput;
+
+struct ConvCase {
+  int cin, cout;
+  Int3 k, stride, pad, dil;
+  bool subm;
+  Activation act;
+  int batch;
+  int64_t n;
+  Int3 grid;
+  std::string name;
+};
+
+std::string case_name(const ConvCase& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s_c%dto%d_k%d%d%d_s%d%d%d_p%d%d%d_d%d%d%d_b%d_%s_n%lld", c.subm ? "subm" : "conv", c.cin,
+                c.cout, c.k[0], c.k[1], c.k[2], c.stride[0], c.stride[1], c.stride[2], c.pad[0], c.pad[1], c.pad[2],
+                c.dil[0], c.dil[1], c.dil[2], c.batch, activation_name(c.act), static_cast<long long>(c.n));
+  std::string s = buf;
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  return s;
+}
+
+EngineBuilder single_conv(const ConvCase& cc, uint64_t seed) {
+  ConvAttrs c = random_conv(cc.cin, cc.cout, cc.k, cc.stride, cc.pad, cc.dil, cc.subm, seed, cc.act);
+  if (cc.act == Activation::LeakyReLU) c.activation_alpha = 0.1f;
+  c.output_bound = 50000;
+  EngineBuilder b("single_conv");
+  ValueId x = b.push_input("0", cc.cin);
+  x = b.push_sparse_conv("conv0", x, c);
+  b.push_output(x);
+  return b;
+}
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> v;
+  const Int3 g{12, 17, 15};
+  const Int3 k3{3, 3, 3}, one{1, 1, 1}, zero{0, 0, 0}, two{2, 2, 2};
+  // channel sweep on a subm 3x3x3
+  const std::vector<std::pair<int, int>> ch = {{1, 16},  {3, 16},   {5, 16},   {16, 16},  {16, 24},
+                                               {24, 32}, {32, 32},  {32, 64},  {64, 64},  {64, 96},
+                                               {96, 128}, {128, 128}, {128, 256}, {256, 128}, {16, 1}, {16, 3}};
+  for (auto [ci, co] : ch) v.push_back({ci, co, k3, one, one, one, true, Activation::ReLU, 1, 400, g, ""});
+  // kernels
+  v.push_back({16, 32, one, one, zero, one, true, Activation::None, 1, 400, g, ""});
+  v.push_back({32, 32, {3, 1, 1}, one, zero, one, true, Activation::ReLU, 1, 400, g, ""});
+  v.push_back({16, 16, {1, 1, 3}, one, zero, one, true, Activation::ReLU, 1, 400, g, ""});
+  // strided
+  v.push_back({16, 32, k3, two, one, one, false, Activation::ReLU, 1, 400, g, ""});
+  v.push_back({64, 128, k3, two, {0, 1, 1}, one, false, Activation::ReLU, 1, 400, g, ""});
+  v.push_back({128, 128, {3, 1, 1}, {2, 1, 1}, zero, one, false, Activation::ReLU, 1, 400, g, ""});
+  v.push_back({128, 128, {1, 1, 3}, {1, 1, 2}, zero, one, false, Activation::ReLU, 1, 400, g, ""});
+  v.push_back({32, 64, two, two, zero, one, false, Activation::None, 1, 400, g, ""});
+  v.push_back({24, 24, k3, two, {0, 1, 2}, one, false, Activation::ReLU, 1, 400, g, ""});  // asymmetric padding
+  v.push_back({5, 16, k3, {1, 2, 3}, {2, 0, 1}, one, false, Activation::ReLU, 1, 400, g, ""});
+  // regular conv with stride 1 (dilates the sites), dilation 2
+  v.push_back({16, 16, k3, one, one, one, false, Activation::ReLU, 1, 300, g, ""});
+  v.push_back({16, 16, k3, one, two, two, false, Activation::ReLU, 1, 300, g, ""});
+  v.push_back({16, 32, k3, one, one, two, true, Activation::ReLU, 1, 400, g, ""});
+  // activations
+  v.push_back({32, 32, k3, one, one, one, true, Activation::Sigmoid, 1, 400, g, ""});
+  v.push_back({32, 32, k3, one, one, one, true, Activation::LeakyReLU, 1, 400, g, ""});
+  // batch 2
+  v.push_back({16, 16, k3, one, one, one, true, Activation::ReLU, 2, 600, g, ""});
+  v.push_back({16, 32, k3, two, one, one, false, Activation::ReLU, 2, 600, g, ""});
+  // larger kernel (K > 32: no shared-memory map, no offset skipping)
+  v.push_back({16, 32, {5, 5, 3}, one, zero, one, true, Activation::ReLU, 1, 500, g, ""});
+  // denser input (many full tiles)
+  v.push_back({32, 64, k3, one, one, one, true, Activation::ReLU, 1, 2500, g, ""});
+  for (auto& c : v) c.name = case_name(c);
+  return v;
+}
+
+class CudaConv : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(CudaConv, MatchesCpuReference) {
+  SCN_REQUIRE_CUDA();
+  const ConvCase& cc = GetParam();
+  const uint64_t seed = std::hash<std::string>()(cc.name) & 0xffff;
+  const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, seed);
+  expect_close(single_conv(cc, seed + 7), {in}, 1e-3, cuda_options(true, 0, cc.batch));
+}
+
+TEST_P(CudaConv, GatherGemmPathMatchesCpuReference) {
+  SCN_REQUIRE_CUDA();
+  const ConvCase& cc = GetParam();
+  const uint64_t seed = (std::hash<std::string>()(cc.name) & 0xffff) + 3;
+  const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, seed);
+  ScopedEnv env("SCN_CUDA_ALGO", "gemm");
+  expect_close(single_conv(cc, seed + 7), {in}, 1e-3, cuda_options(false, 0, cc.batch));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CudaConv, ::testing::ValuesIn(conv_cases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
+
+// Every compiled implicit-GEMM tile configuration on the same layers.
+TEST(CudaBackend, EveryTileConfigMatches) {
+  SCN_REQUIRE_CUDA();
+  const char* cfgs[] = {
+      "m128n16k16s4",
+      "m128n16k16s3",
+      "m64n16k16s4",
+      "m64n16k16s4r8",
+      "m128n16k16s3r6",
+      "m128n16k16s3g4",
+      "m64n16k16s4g2",
+      "m128n16k32s3",
+      "m128n32k32s4",
+      "m64n32k32s4",
+      "m64n32k32s3r7",
+      "m128n32k32s3",
+      "m128n32k16s4",
+      "m128n32k16s3g2",
+      "m64n32k32s3g2",
+      "m64n64k32s3t",
+      "m64n64k32s4t",
+      "m128n64k32s3t",
+      "m64n64k64s3t",
+      "m64n64k16s3",
+      "m64n64k32s3",
+      "m64n64k32s3tg2",
+      "m32n128k64s3t",
+      "m64n128k64s3t",
+      "m32n128k64s4t",
+      "m32n128k32s4t",
+      "m32n128k32s3t",
+      "m64n128k32s3t",
+      "m64n128k16s3",
+      "m64n128k64s3",
+      "m32n64k32s3",
+      "m128n128k64s3tx4",
+      "m128n128k64s3tx2",
+      "m64n128k64s3tx2",
+      "m64n128k64s3tx4",
+      "m128n64k64s3tx2",
+      "m128n64k64s3tx4",
+      "m64n64k64s3tx2",
+      "m128n64k32s3tx2",
+      "m128n32k32s3x2",
+      "m128n32k32s3x4",
+      "m128n16k16s4x2",
+      "m128n16k16s4t",
+      "m128n32k32s4t",
+      "m128n32k32s3tg2"};
+  // a conv the config can run: G > 1 configs need Cin == BK (one channel chunk)
+  auto cin_for = [](const std::string& name) {
+    const size_t g = name.find('g');
+    if (g == std::string::npos) return 64;
+    const size_t k = name.find('k');
+    return std::atoi(name.c_str() + k + 1);
+  };
+  for (const char* cfg : cfgs) {
+    SCOPED_TRACE(cfg);
+    const int cin = cin_for(cfg);
+    const SparseInput in = random_input(3000, cin, {20, 30, 30}, 1, 91);
+    ConvCase cc{cin, 96, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, Activation::ReLU, 1, 3000, {20, 30, 30},
+                "x"};
+    const EngineBuilder b = single_conv(cc, 92);
+    auto cpu = b.build(cpu_options());
+    const RunResult rc = run(*cpu, {in});
+    ScopedEnv env("SCN_CUDA_IGEMM", cfg);
+    auto gpu = b.build(cuda_options());
+    const RunResult rg = run(*gpu, {in});
+    std::string err;
+    const auto got = align_sparse(rg.outputs[0], rg.indices[0], rc.indices[0], 96, &err);
+    ASSERT_TRUE(err.empty()) << err;
+    const Metrics m = compare(got, to_floats(rc.outputs[0]));
+    EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
+    const auto prof = gpu->profile_layers();
+    bool named = false;
+    for (const auto& l : prof) named = named || l.algorithm.find(std::string("igemm ") + cfg + " ") != std::string::npos;
+    EXPECT_TRUE(named) << "profile_layers does not report " << cfg;
+  }
+}
+
+// Subm -> strided (rulebook) -> subm -> inverse (same rulebook): the inverse returns to the
+// strided conv's input sites.
+TEST(CudaBackend, InverseConv) {
+  SCN_REQUIRE_CUDA();
+  for (int batch : {1, 2}) {
+    const Int3 grid{16, 16, 16};
+    const SparseInput in = random_input(700 * batch, 8, grid, batch, 11 + uint64_t(batch));
+    EngineBuilder b("inverse");
+    ValueId x = b.push_input("0", 8);
+    x = b.push_sparse_conv("conv0", x, random_conv(8, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 1,
+                                                    Activation::ReLU));
+    ConvAttrs down = random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 2, Activation::ReLU);
+    down.rulebook = "down1";
+    ValueId y = b.push_sparse_conv("conv1", x, down);
+    y = b.push_sparse_conv("conv2", y, random_conv(32, 32, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 3,
+                                                    Activation::ReLU));
+    ConvAttrs up = random_conv(32, 16, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, false, 4, Activation::ReLU);
+    up.inverse = true;
+    up.rulebook = "down1";
+    ValueId z = b.push_sparse_conv("conv3", y, up);
+    z = b.push_add("add0", z, x);
+    b.push_output(z);
+    b.push_output(y);
+    BuildOptions o = cuda_options(true, 0, 2);
+    expect_close(b, {in}, 1e-3, o);
+  }
+}
+
+// SparseBasicBlock (fused conv -> Add -> Relu), an unfused Add of two convs, a standalone Relu,
+// a Concat, and an identity that is still needed after the Add (no in-place write).
+TEST(CudaBackend, AddReluConcatFusions) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{14, 20, 18};
+  const SparseInput in = random_input(1500, 16, grid, 1, 21);
+  EngineBuilder b("fusions");
+  ValueId x = b.push_input("0", 16);
+  ValueId r = b.push_relu("relu_in", x);
+  ValueId t = b.push_sparse_conv("conv0", r, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 5,
+                                                          Activation::ReLU));
+  ValueId y = b.push_sparse_conv("conv1", t, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 6,
+                                                          Activation::None));
+  y = b.push_add("add0", y, r);
+  y = b.push_relu("relu0", y);  // SBB: fused into conv1, written in place over r
+  ValueId a = b.push_sparse_conv("conv2", y, random_conv(16, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 7,
+                                                          Activation::None));
+  ValueId c = b.push_sparse_conv("conv3", y, random_conv(16, 24, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 8,
+                                                          Activation::None));
+  ValueId s = b.push_add("add1", a, c);  // both operands are convs: the second conv fuses the add
+  ValueId z = b.push_sparse_conv("conv4", s, random_conv(24, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 9,
+                                                          Activation::None));
+  ValueId w = b.push_add("add2", z, s);  // identity s is also used below: no in-place
+  w = b.push_relu("relu1", w);
+  ValueId cat = b.push_concat("cat0", {w, s, y});
+  b.push_output(cat);
+  b.push_output(b.push_relu("relu2", s));
+  expect_close(b, {in});
+}
+
+// ScatterDense tails: CenterPoint zyx (+Reshape) and BEVFusion xyz (+Transpose +Reshape), plus a
+// Transpose that cannot be folded (its input is also a graph output).
+TEST(CudaBackend, DensifyTails) {
+  SCN_REQUIRE_CUDA();
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    // variant 3: an innermost extent that is not a multiple of 4 (the scalar densify path)
+    const Int3 grid = variant == 0 ? Int3{4, 24, 20} : variant == 3 ? Int3{5, 9, 7} : Int3{24, 20, 4};
+    const SparseInput in = random_input(variant == 3 ? 150 : 600, 32, grid, 1, 31 + uint64_t(variant));
+    EngineBuilder b("densify");
+    ValueId x = b.push_input("0", 32);
+    x = b.push_sparse_conv("conv0", x, random_conv(32, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 33,
+                                                    Activation::ReLU));
+    DenseAttrs d;
+    d.input_spatial_shape = grid;
+    d.output_shape = {1, 24, grid[0], grid[1], grid[2]};
+    d.format = variant == 0 || variant == 3 ? "zyx" : "xyz";
+    ValueId dense = b.push_dense("scatter0", x, d);
+    if (variant == 0 || variant == 3) {
+      b.push_output(b.push_reshape("reshape0", dense, {1, 24 * grid[0], grid[1], grid[2]}));
+    } else {
+      ValueId t = b.push_transpose("transpose0", dense, {0, 1, 4, 2, 3});
+      b.push_output(b.push_reshape("reshape0", t, {1, 24 * grid[2], grid[0], grid[1]}));
+      if (variant == 2) b.push_output(dense);
+    }
+    expect_close(b, {in});
+  }
+}
+
+// Empty input, one voxel, a batch of 2 through the dense tail.
+TEST(CudaBackend, EmptyOneVoxelAndBatch) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{9, 16, 16};
+  auto make = [&](int batch) {
+    EngineBuilder b("small");
+    ValueId x = b.push_input("0", 5);
+    x = b.push_sparse_conv("conv0", x, random_conv(5, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 41,
+                                                    Activation::ReLU));
+    ValueId y = b.push_sparse_conv("conv1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false,
+                                                            42, Activation::ReLU));
+    DenseAttrs d;
+    d.input_spatial_shape = {5, 8, 8};
+    d.output_shape = {batch, 32, 5, 8, 8};
+    ValueId dense = b.push_dense("scatter0", y, d);
+    b.push_output(b.push_reshape("reshape0", dense, {batch, 32 * 5, 8, 8}));
+    b.push_output(x);
+    return b;
+  };
+  for (int64_t n : {int64_t(0), int64_t(1)}) {
+    SCOPED_TRACE("voxels " + std::to_string(n));
+    const SparseInput in = random_input(n, 5, grid, 1, 43);
+    expect_close(make(1), {in});
+  }
+  const SparseInput in2 = random_input(500, 5, grid, 2, 44);
+  expect_close(make(2), {in2}, 1e-3, cuda_options(true, 0, 2));
+}
+
+// Bitwise determinism: two forwards of one engine, two engines, graph and no graph.
+TEST(CudaBackend, Deterministic) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{41, 160, 160};
+  const SparseInput in = random_input(20000, 5, grid, 1, 51);
+  const EngineBuilder b = test::centerpoint_builder(grid);
+  auto e1 = b.build(cuda_options(true));
+  auto e2 = b.build(cuda_options(false));
+  const RunResult a1 = run(*e1, {in});
+  const std::vector<uint8_t> first = to_bytes(a1.outputs[0]);
+  e1->forward();
+  const std::vector<uint8_t> second = to_bytes(e1->output(0));
+  const RunResult a2 = run(*e2, {in});
+  EXPECT_TRUE(first == second) << "two forwards of one engine differ";
+  EXPECT_TRUE(first == to_bytes(a2.outputs[0])) << "two engines (graph / no graph) differ";
+  // the tile configuration (autotuned or heuristic) and the map stream never change the bits
+  ScopedEnv no_tune("SCN_CUDA_AUTOTUNE", "0");
+  ScopedEnv no_side("SCN_CUDA_MAP_LOOKAHEAD", "0");
+  auto e3 = b.build(cuda_options(true));
+  EXPECT_TRUE(first == to_bytes(run(*e3, {in}).outputs[0])) << "heuristic configs differ from tuned ones";
+  {
+    ScopedEnv sort("SCN_CUDA_SORT_ROWS", "1");
+    auto e4 = b.build(cuda_options(true));
+    EXPECT_TRUE(first == to_bytes(run(*e4, {in}).outputs[0])) << "mask-sorted rows differ from rows in map order";
+  }
+  // split-K over kernel offsets (clusters): a different summation order, but one per class
+  {
+    ScopedEnv split("SCN_CUDA_SPLIT", "4");
+    ScopedEnv tune("SCN_CUDA_AUTOTUNE", "1");
+    auto s1 = b.build(cuda_options(true));
+    auto s2 = b.build(cuda_options(false));
+    const auto o1 = to_bytes(run(*s1, {in}).outputs[0]);
+    EXPECT_TRUE(o1 == to_bytes(run(*s2, {in}).outputs[0])) << "two split-K engines differ";
+    const Metrics m = compare(to_floats(run(*s1, {in}).outputs[0]), to_floats(a1.outputs[0]));
+    EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
+  }
+}
+
+// More output sites than output_bound: forward stays safe, check_errors and output() name the
+// node and the counts.
+TEST(CudaBackend, CapacityOverflowIsReported) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{20, 40, 40};
+  const SparseInput in = random_input(3000, 8, grid, 1, 61);
+  EngineBuilder b("overflow");
+  ValueId x = b.push_input("0", 8);
+  ConvAttrs c = random_conv(8, 16, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 62, Activation::ReLU);
+  c.output_bound = 100;
+  x = b.push_sparse_conv("conv_down7", x, c);
+  x = b.push_sparse_conv("conv8", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 63,
+                                                  Activation::ReLU));
+  b.push_output(x);
+  auto gpu = b.build(cuda_options(true, 5000));
+  gpu->set_input(0, in.features, in.indices, in.grid, 1);
+  gpu->forward();
+  try {
+    gpu->check_errors();
+    FAIL() << "no error reported";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("conv_down7"), std::string::npos) << m;
+    EXPECT_NE(m.find("100"), std::string::npos) << m;
+    EXPECT_NE(m.find("capacity"), std::string::npos) << m;
+  }
+  gpu->forward();
+  EXPECT_THROW(gpu->output(0), Error);
+  // input capacity: rejected on the host at once
+  const SparseInput big = random_input(6000, 8, grid, 1, 64);
+  EXPECT_THROW(gpu->set_input(0, big.features, big.indices, big.grid, 1), Error);
+}
+
+// Device tensors as input: same result as host tensors; bad device input reported by check_errors.
+TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{10, 20, 20};
+  const SparseInput in = random_input(800, 16, grid, 1, 71);
+  EngineBuilder b("device_input");
+  ValueId x = b.push_input("0", 16);
+  x = b.push_sparse_conv("conv0", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 72,
+                                                  Activation::ReLU));
+  b.push_output(x);
+  auto gpu = b.build(cuda_options());
+  const RunResult host = run(*gpu, {in});
+  const Tensor df = in.features.to(Device::Cuda), di = in.indices.to(Device::Cuda);
+  gpu->set_input(0, df, di, grid, 1);
+  gpu->forward();
+  gpu->check_errors();
+  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+  // fp32 device features
+  const Tensor f32 = in.features.to_dtype(DType::Float32).to(Device::Cuda);
+  gpu->set_input(0, f32, di, grid, 1);
+  gpu->forward();
+  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+
+  auto expect_device_error = [&](const Tensor& idx_host, const char* what) {
+    SCOPED_TRACE(what);
+    gpu->set_input(0, df, idx_host.to(Device::Cuda), grid, 1);
+    gpu->forward();
+    try {
+      gpu->check_errors();
+      FAIL() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  Tensor dup = in.indices.clone();
+  std::memcpy(dup.ptr<int32_t>() + 4 * 5, dup.ptr<int32_t>() + 4 * 3, 16);
+  expect_device_error(dup, "duplicate");
+  Tensor out = in.indices.clone();
+  out.ptr<int32_t>()[4 * 7 + 2] = grid[1] + 3;
+  expect_device_error(out, "outside the grid");
+  Tensor bat = in.indices.clone();
+  bat.ptr<int32_t>()[4 * 9] = 1;
+  expect_device_error(bat, "batch index");
+  // host inputs are validated on the host
+  EXPECT_THROW(gpu->set_input(0, in.features, dup, grid, 1), Error);
+}
+
+// Re-binding inputs of other sizes replays the same CUDA graph correctly.
+TEST(CudaBackend, RebindOtherSizes) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{41, 64, 64};
+  const EngineBuilder b = test::centerpoint_builder(grid);
+  auto cpu = b.build(cpu_options());
+  auto gpu = b.build(cuda_options(true, 30000));
+  for (int64_t n : {int64_t(5000), int64_t(12000), int64_t(300)}) {
+    SCOPED_TRACE("voxels " + std::to_string(n));
+    const SparseInput in = random_input(n, 5, grid, 1, 80 + uint64_t(n));
+    const RunResult rc = run(*cpu, {in});
+    const RunResult rg = run(*gpu, {in});
+    const Metrics m = compare(to_floats(rg.outputs[0]), to_floats(rc.outputs[0]));
+    EXPECT_LE(m.rel_l2, 2e-3) << describe(m);
+  }
+}
+
+TEST(CudaBackend, TimingProfileAndWorkspace) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{41, 64, 64};
+  const SparseInput in = random_input(4000, 5, grid, 1, 91);
+  auto gpu = test::centerpoint_builder(grid).build(cuda_options(true, 10000));
+  gpu->set_input(0, in.features, in.indices, grid, 1);
+  const auto t = gpu->time_forward(3, 10);
+  ASSERT_EQ(t.size(), 10u);
+  for (double v : t) EXPECT_GT(v, 0.0);
+  const auto p = gpu->profile_layers();
+  int convs = 0;
+  for (const auto& l : p) {
+    EXPECT_FALSE(l.node.empty());
+    EXPECT_FALSE(l.algorithm.empty());
+    convs += l.op == "SparseConvolution";
+  }
+  EXPECT_EQ(convs, 21);
+  EXPECT_GT(gpu->workspace_bytes(), size_t(1) << 20);
+  BuildOptions o = cuda_options();
+  o.precision = Precision::Int8;
+  EXPECT_THROW(test::centerpoint_builder(grid).build(o), Error);
+}
+
+// The real nuScenes frame through CenterPoint, end to end: fp16 GPU vs fp32 CPU.
+std::string data_dir() {
+  if (const char* d = std::getenv("SCN_DATA_DIR")) return d;
+  return std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
+}
+
+TEST(CudaBackend, RealFrameCenterPoint) {
+  SCN_REQUIRE_CUDA();
+  const std::string dir = data_dir();
+  if (!std::ifstream(dir + "/in_features.torch.fp16.tensor"))
+    GTEST_SKIP() << "real frame not found in " << dir << " (set SCN_DATA_DIR)";
+  SparseInput in;
+  in.features = Tensor::load(dir + "/in_features.torch.fp16.tensor");
+  in.indices = Tensor::load(dir + "/in_indices_zyx.torch.int32.tensor");
+  in.grid = {41, 1440, 1440};
+  in.batch = 1;
+  const EngineBuilder b = test::centerpoint_builder();
+  auto cpu = b.build(cpu_options());
+  auto gpu = b.build(cuda_options());
+  const RunResult rc = run(*cpu, {in});
+  const RunResult rg = run(*gpu, {in});
+  ASSERT_EQ(rg.outputs[0].shape(), (std::vector<int64_t>{1, 256, 180, 180}));
+  const Metrics m = compare(to_floats(rg.outputs[0]), to_floats(rc.outputs[0]));
+  std::printf("[real frame] CUDA fp16 vs CPU fp32: %s\n", describe(m).c_str());
+  EXPECT_GE(m.cosine, 0.99999) << describe(m);
+  EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
+  // the same storage precision on both sides: only the summation order differs
+  auto cpu16 = b.build(cpu_options(Precision::Fp16));
+  const RunResult r16 = run(*cpu16, {in});
+  const Metrics m16 = compare(to_floats(rg.outputs[0]), to_floats(r16.outputs[0]));
+  std::printf("[real frame] CUDA fp16 vs CPU fp16: %s\n", describe(m16).c_str());
+  EXPECT_LE(m16.rel_l2, 1e-3) << describe(m16);
+  // the gather-GEMM-scatter path gives the same answer
+  {
+    ScopedEnv env("SCN_CUDA_ALGO", "gemm");
+    auto gemm = b.build(cuda_options(false));
+    const RunResult rgg = run(*gemm, {in});
+    const Metrics mg = compare(to_floats(rgg.outputs[0]), to_floats(rc.outputs[0]));
+    std::printf("[real frame] CUDA gather-GEMM fp16 vs CPU fp32: %s\n", describe(mg).c_str());
+    EXPECT_LE(mg.rel_l2, 1e-3) << describe(mg);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,300 @@
+// Calibration: |x| histograms and range methods, the attributes a Calibrator writes (precisions,
+// output precisions, ranges that agree per int8 value), and `scn calibrate` end to end: the written
+// model re-imports (`scn inspect`) and runs as INT8 (`scn run --precision int8 --device cpu`).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "backends/cpu/int8_observer.h"
+#include "calibration.h"
+#include "centerpoint_graph.h"
+#include "onnx_writer.h"
+#include "scn/onnx.h"
+#include "test_helpers.h"
+
+namespace {
+
+using namespace scn;
+using cli::AbsHistogram;
+using cli::CalibrationMethod;
+using cli::CalibrationOptions;
+using cli::Calibrator;
+
+TEST(Int8Calibration, HistogramGrowsExactly) {
+  AbsHistogram h(64);
+  const float a[] = {0.f, 0.5f, -1.f, 0.25f};
+  h.add(a, 4);
+  EXPECT_EQ(h.count(), 4);
+  EXPECT_EQ(h.zeros(), 1);
+  EXPECT_EQ(h.absmax(), 1.0);
+  const double w0 = h.width();
+  const float b[] = {-10.f, 3.f, 0.f};  // the range doubles 4 times; bins merge pairwise
+  h.add(b, 3);
+  EXPECT_EQ(h.count(), 7);
+  EXPECT_EQ(h.zeros(), 2);
+  EXPECT_EQ(h.absmax(), 10.0);
+  EXPECT_EQ(h.width(), w0 * 16);
+  int64_t sum = 0;
+  for (int64_t c : h.bins()) sum += c;
+  EXPECT_EQ(sum, 5);  // every non-zero value is still counted once
+  EXPECT_EQ(h.percentile(100.0), 10.0);
+}
+
+TEST(Int8Calibration, RangeMethods) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(200000);
+  for (float& v : x) v = nd(rng);
+  {
+    // MSE for 8 bits on a Gaussian clips a few sigma
+    AbsHistogram h(4096);
+    h.add(x.data(), int64_t(x.size()));
+    const double m = h.mse_range();
+    EXPECT_GT(m, 2.5);
+    EXPECT_LT(m, h.absmax());
+  }
+  x[7] = 40.f;  // one outlier
+  AbsHistogram h(4096);
+  h.add(x.data(), int64_t(x.size()));
+  EXPECT_EQ(h.absmax(), 40.0);
+  // |N(0,1)|: median 0.674, 99.9 % 3.29; the outlier does not move percentiles
+  EXPECT_NEAR(h.percentile(50.0), 0.674, 0.02);
+  EXPECT_NEAR(h.percentile(99.9), 3.29, 0.05);
+  EXPECT_EQ(h.percentile(100.0), 40.0);
+  EXPECT_EQ(cli::parse_calibration_method("mse"), CalibrationMethod::Mse);
+  EXPECT_THROW(cli::parse_calibration_method("kl"), Error);
+}
+
+// small_centerpoint() with He-scaled weights (its fp16 test patterns overflow fp16 after a few
+// layers) and biases N(0, 0.1), so fp16 / int8 engines stay finite.
+test::ModelDef rescale_weights(test::ModelDef m) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (test::InitDef& t : m.initializers) {
+    int64_t numel = 1;
+    for (int64_t d : t.dims) numel *= d;
+    const bool weight = t.dims.size() == 5;
+    const float scale = weight ? std::sqrt(2.f / float(t.dims[1] * t.dims[2] * t.dims[3] * t.dims[4])) : 0.1f;
+    std::vector<uint16_t> h(static_cast<size_t>(numel));
+    for (auto& v : h) v = float_to_half(nd(rng) * scale);
+    t.raw_data.assign(reinterpret_cast<const char*>(h.data()), h.size() * 2);
+  }
+  return m;
+}
+
+test::ModelDef sane_small_centerpoint() { return rescale_weights(test::small_centerpoint()); }
+
+// Calibrates the small CenterPoint of the ONNX tests on random frames through the library API.
+TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_src.onnx");
+  EngineBuilder b = parse_onnx(src);
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  o.precision = Precision::Fp32;
+  o.num_threads = 2;
+  auto e = b.build(o);
+  Calibrator cal(e->graph(), 512);
+  cpu::set_value_observer(*e, [&](const cpu::ObservedValue& v) { cal.observe(v); });
+  for (int k = 0; k < 3; ++k) {
+    const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 100 + uint64_t(k));
+    e->set_input(0, in.features, in.indices, in.grid, 1);
+    e->forward();
+  }
+  cpu::set_value_observer(*e, {});
+  EXPECT_EQ(cal.frames(), 3);
+
+  CalibrationOptions co;
+  co.method = CalibrationMethod::Absmax;
+  co.keep_fp16_first = 1;
+  std::vector<cli::CalibrationRow> rows;
+  const auto q = cal.attributes(co, &rows);
+  ASSERT_EQ(q.size(), 7u);  // conv0..conv4, add0, scatter0
+  EXPECT_EQ(q.at("conv0").precision, Precision::Fp16);
+  EXPECT_EQ(q.at("conv0").input_dynamic_range, -1.f);
+  EXPECT_EQ(q.at("conv0").output_precision, Precision::Int8);  // read by conv1 and add0, both int8
+  EXPECT_EQ(q.at("conv1").precision, Precision::Int8);
+  EXPECT_EQ(q.at("conv1").weight_dynamic_ranges.size(), 8u);
+  EXPECT_EQ(q.at("add0").precision, Precision::Int8);
+  // conv0's output is read by conv1 and add0 (input 1): one range
+  EXPECT_EQ(q.at("conv1").input_dynamic_range, q.at("add0").input1_dynamic_range);
+  // the last conv feeds ScatterDense: fp16 output unless --int8-scatter
+  EXPECT_EQ(q.at("conv4").output_precision, Precision::Fp16);
+  EXPECT_GT(q.at("scatter0").input_dynamic_range, 0.f);
+  // absmax: the ranges are the observed maxima
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.input_ranges.size(); ++i) EXPECT_FLOAT_EQ(r.input_ranges[i], float(r.input_absmax[i]));
+
+  const std::string dst = test::temp_dir() + "/calib_dst.onnx";
+  write_onnx_with_quant(src, dst, q);
+  BuildOptions i8 = o;
+  i8.precision = Precision::Int8;
+  auto e8 = load_engine_from_onnx(dst, i8);
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 100);
+  e8->set_input(0, in.features, in.indices, in.grid, 1);
+  e8->forward();
+  e->set_input(0, in.features, in.indices, in.grid, 1);
+  e->forward();
+  const Tensor a = e8->output(0).to_dtype(DType::Float32), r = e->output(0);
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    dot += double(a.ptr<float>()[i]) * r.ptr<float>()[i];
+    na += double(a.ptr<float>()[i]) * a.ptr<float>()[i];
+    nb += double(r.ptr<float>()[i]) * r.ptr<float>()[i];
+  }
+  ASSERT_GT(nb, 0.0);
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.99) << "na " << na << " nb " << nb;  // calibrated on this very frame
+
+  // --int8-scatter: conv4 writes int8 for ScatterDense; all convs int8 with keep-first 0
+  co.int8_scatter = true;
+  co.keep_fp16_first = 0;
+  co.keep_fp16 = {"add0"};
+  const auto q2 = cal.attributes(co);
+  EXPECT_EQ(q2.at("conv4").output_precision, Precision::Int8);
+  EXPECT_EQ(q2.at("conv0").precision, Precision::Int8);
+  EXPECT_EQ(q2.at("add0").precision, Precision::Fp16);
+  EXPECT_EQ(q2.at("conv0").output_precision, Precision::Fp16);  // add0 (fp16) reads it
+  write_onnx_with_quant(src, dst, q2);
+  EXPECT_NO_THROW(load_engine_from_onnx(dst, i8));
+
+  co.keep_fp16 = {"relu0"};
+  EXPECT_THROW(cal.attributes(co), Error);
+  co.keep_fp16 = {"conv99"};
+  try {
+    cal.attributes(co);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("no node named 'conv99'"), std::string::npos) << err.what();
+  }
+}
+
+// ---- the CLI ------------------------------------------------------------------------------------
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result scn_cli(const std::string& args) {
+  static int counter = 0;
+  const std::string base = test::temp_dir() + "/calib_cli_" + std::to_string(counter++);
+  const std::string cmd = std::string("'") + SCN_CLI_EXE + "' " + args + " >'" + base + ".out' 2>'" + base + ".err'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  return r;
+}
+
+TEST(Int8CalibrateCli, RoundTrip) {
+  const std::string dir = test::temp_dir();
+  const std::string model = test::write_model(sane_small_centerpoint(), "cli_model.onnx");
+  std::string frames;
+  for (int k = 0; k < 2; ++k) {
+    const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 200 + uint64_t(k));
+    const std::string f = dir + "/f" + std::to_string(k) + ".tensor", i = dir + "/i" + std::to_string(k) + ".tensor";
+    in.features.save(f);
+    in.indices.save(i);
+    frames += " --frame " + f + " " + i;
+  }
+  const std::string out = dir + "/cli_model.int8.onnx";
+  Result r = scn_cli("calibrate " + model + " -o " + out + frames +
+                     " --grid 9x8x8 --keep-fp16-first 1 --method mse --threads 2 --eval " + dir + "/f0.tensor " + dir +
+                     "/i0.tensor");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("calibrated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8        4 of 5 SparseConvolution, 1 of 1 Add nodes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("INT8 vs FP32 cosine"), std::string::npos) << r.out;
+
+  r = scn_cli("inspect " + out);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("int8"), std::string::npos) << r.out;
+
+  r = scn_cli("run " + out + " --features " + dir + "/f1.tensor --indices " + dir +
+              "/i1.tensor --grid 9x8x8 --precision int8 --device cpu --output " + dir + "/y.tensor");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("precision int8"), std::string::npos) << r.out;
+  EXPECT_EQ(Tensor::load(dir + "/y.tensor").dtype(), DType::Float16);
+
+  // Errors: an unknown --keep-fp16 name (no file written), no frames, the output over the input.
+  const std::string bad = dir + "/bad.onnx";
+  r = scn_cli("calibrate " + model + " -o " + bad + frames + " --grid 9x8x8 --keep-fp16 conv0,conv42");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no node named 'conv42'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(bad).good());
+  r = scn_cli("calibrate " + model + " -o " + bad);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--frame"), std::string::npos) << r.err;
+  r = scn_cli("calibrate " + model + " -o " + model + frames + " --grid 9x8x8");
+  EXPECT_EQ(r.code, 1);
+  r = scn_cli("calibrate " + model + " -o " + bad + frames);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--grid"), std::string::npos) << r.err;
+}
+
+// A 5-conv model on the nuScenes grid 41 x 1440 x 1440 (three downsamplings to 2 x 180 x 180, like
+// CenterPoint) with 8 channels, so synthetic nuScenes frames fit it.
+test::ModelDef nuscenes_grid_model() {
+  test::ModelDef m;
+  m.inputs.push_back({"0", 10, {-1, 5}});
+  test::ConvSpec c;
+  c.name = "conv0", c.x = "0", c.y = "1", c.cin = 5, c.cout = 8, c.rulebook = "subm0";
+  test::add_conv(m, c);
+  const char* ys[] = {"2", "3", "4", "5"};
+  for (int i = 1; i <= 4; ++i) {
+    c = {};
+    c.name = "conv" + std::to_string(i), c.x = std::to_string(i), c.y = ys[i - 1], c.cin = 8, c.cout = 8;
+    c.subm = false, c.stride = {2, 2, 2}, c.seed = uint32_t(i + 1);
+    if (i == 3) c.padding = {0, 1, 1};
+    if (i == 4) c.kernel = {3, 1, 1}, c.stride = {2, 1, 1}, c.padding = {0, 0, 0};
+    test::add_conv(m, c);
+  }
+  m.nodes.push_back({"ScatterDense", "scatter0", {"5"}, {"6"},
+                     {test::attr_string("format", "zyx"), test::attr_ints("input_spatial_shape", {2, 180, 180}),
+                      test::attr_ints("output_shape", {1, 8, 2, 180, 180})},
+                     ""});
+  m.nodes.push_back({"Reshape", "reshape0", {"6"}, {"7"}, {test::attr_ints("dims", {1, 16, 180, 180})}, ""});
+  m.outputs.push_back({"7", 10, {1, 16, 180, 180}});
+  return rescale_weights(m);
+}
+
+TEST(Int8CalibrateCli, SyntheticFrames) {
+  const std::string dir = test::temp_dir();
+  const std::string model = test::write_model(nuscenes_grid_model(), "cli_syn.onnx");
+  const std::string out = dir + "/cli_syn.int8.onnx";
+  Result r = scn_cli("calibrate " + model + " -o " + out +
+                     " --synthetic 3000 --frames 2 --method percentile --percentile 99.9 --keep-fp16 conv0 --threads 2 "
+                     "--int8-scatter --quiet");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("on 2 frame(s), method percentile 99.9000 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8        4 of 5 SparseConvolution"), std::string::npos) << r.out;
+  r = scn_cli("inspect " + out);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const EngineBuilder b = parse_onnx(out);
+  for (const Node& n : b.graph().nodes) {
+    if (n.name == "conv4") {
+      EXPECT_EQ(n.quant.output_precision, Precision::Int8);  // --int8-scatter
+    }
+    if (n.name == "conv0") {
+      EXPECT_EQ(n.quant.precision, Precision::Fp16);
+    }
+  }
+  r = scn_cli("synth --voxels 2500 --seed 9 --features " + dir + "/sf.tensor --indices " + dir + "/si.tensor --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = scn_cli("run " + out + " --features " + dir + "/sf.tensor --indices " + dir +
+              "/si.tensor --grid 41x1440x1440 --precision int8 --device cpu --threads 2");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,274 @@
+// scn calibrate MODEL.onnx -o MODEL.int8.onnx (--frame F I ... --grid G | --synthetic N --frames K):
+// post-training INT8 calibration. Runs the float32 CPU engine over the frames collecting |x|
+// statistics of every activation, turns them into dynamic ranges (absmax, percentile or mse), takes
+// per-output-channel weight ranges from the weights, and writes a copy of the model with
+// precision / output_precision / input_dynamic_range / weight_dynamic_ranges (and Add's
+// input0/1_dynamic_range, ScatterDense's input_dynamic_range) set. The copy is re-imported and built
+// as an INT8 engine before the command succeeds; --eval reports INT8 vs FP32 on a frame.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "calibration.h"
+#include "commands.h"
+#include "common.h"
+#include "compare.h"
+#include "scn/onnx.h"
+#include "synthetic_frame.h"
+
+namespace scn::cli {
+
+CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "calibrate", "Post-training INT8 calibration: write a copy of the model with INT8 ranges and precisions");
+  c->add_option("model", a.model, "ONNX model (NVIDIA SCN schema)")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", a.output, "ONNX file to write (may not be the input model)")->required();
+  CLI::Option* fr = c->add_option("--frame", a.frames, "A calibration frame: FEATURES.tensor INDICES.tensor (repeat)");
+  c->add_option("--grid", a.grid,
+                "Grid in the model's index order (needed with --frame; synthetic default: the preset's grid)")
+      ->check(grid_validator());
+  CLI::Option* sy = c->add_option("--synthetic", a.synthetic, "Calibrate on synthetic frames of N voxels")
+                        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  c->add_option("--frames", a.num_frames, "Number of synthetic frames (seeds --seed, --seed+1, ...)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  c->add_option("--seed", a.seed, "Seed of the first synthetic frame")->capture_default_str();
+  c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
+      ->check(CLI::IsMember({"nuscenes", "kitti"}));
+  c->add_option("--method", a.method, "Activation range: absmax, percentile (of |x|, zeros included) or mse")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"absmax", "percentile", "mse"}));
+  c->add_option("--percentile", a.percentile, "Percentile of |x| for --method percentile")
+      ->capture_default_str()
+      ->check(CLI::Range(50.0, 100.0));
+  c->add_option("--bins", a.bins, "Histogram bins per activation")->capture_default_str()->check(CLI::Range(16, 1 << 20));
+  c->add_option("--keep-fp16", a.keep_fp16, "Comma-separated SparseConvolution / Add node names that stay fp16");
+  c->add_option("--keep-fp16-first", a.keep_fp16_first, "The first N SparseConvolution nodes stay fp16")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  c->add_flag("--int8-scatter", a.int8_scatter,
+              "Let the layer feeding ScatterDense store int8 (default: fp16, which keeps the output more exact)");
+  c->add_option("--eval", a.eval, "After writing, compare INT8 with FP32 on this frame: FEATURES.tensor INDICES.tensor")
+      ->expected(2);
+  c->add_option("--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 4096));
+  c->add_flag("--quiet", a.quiet, "No per-layer table");
+  fr->excludes(sy);
+  return c;
+}
+
+namespace {
+
+struct Frame {
+  Tensor features, indices;
+  Int3 grid{0, 0, 0};
+  std::string label;
+};
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct LayerError {
+  bool seen = false, int8 = false;
+  double cosine = 1, rel_l2 = 0;
+};
+
+std::string range_text(const std::vector<float>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + fixed(r[i], 4);
+  return s.empty() ? "-" : s;
+}
+
+std::string absmax_text(const std::vector<double>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + fixed(r[i], 4);
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrateArgs& a) {
+  SCN_CHECK(!a.frames.empty() || a.synthetic > 0,
+            "give calibration frames: --frame FEATURES INDICES (with --grid) or --synthetic N --frames K");
+  SCN_CHECK(a.frames.empty() || !a.grid.empty(), "--frame needs --grid");
+  SCN_CHECK(a.output != a.model, "--output must differ from the input model ", a.model);
+  const int64_t t_start = now_ns();
+  EngineBuilder builder = parse_onnx(a.model);
+  const Graph& graph = builder.graph();
+  SCN_CHECK(graph.inputs.size() == 1, a.model, ": the model has ", graph.inputs.size(),
+            " inputs; scn calibrate binds exactly one");
+  const std::string order = model_index_order(graph);
+  const int32_t channels = graph.values[size_t(graph.inputs[0])].channels;
+
+  // Frames.
+  synth::FrameOptions so;
+  if (a.synthetic > 0) {
+    std::string preset = a.preset.empty() ? (channels == 4 ? "kitti" : "nuscenes") : a.preset;
+    so = preset == "kitti" ? synth::FrameOptions::kitti() : synth::FrameOptions::nuscenes();
+    SCN_CHECK(channels == 4 || channels == 5, a.model, ": the model's input has ", channels,
+              " channels; synthetic frames have 4 or 5");
+    so.channels = channels;
+    so.order = order == "xyz" ? synth::IndexOrder::Xyz : synth::IndexOrder::Zyx;
+    if (!a.grid.empty()) {
+      const Int3 gr = parse_grid(a.grid);
+      so.grid_zyx = order == "xyz" ? std::array<int32_t, 3>{gr[2], gr[1], gr[0]} : std::array<int32_t, 3>{gr[0], gr[1], gr[2]};
+    }
+  }
+  auto frame = [&](size_t k) {
+    Frame f;
+    if (a.synthetic > 0) {
+      synth::FrameOptions o = so;
+      o.voxels = a.synthetic;
+      o.seed = a.seed + k;
+      const synth::Frame s = synth::generate_frame(o);
+      f.features = synth::features_tensor(s);
+      f.indices = synth::indices_tensor(s);
+      f.grid = {s.grid[0], s.grid[1], s.grid[2]};
+      f.label = "synthetic frame of " + std::to_string(a.synthetic) + " voxels, seed " + std::to_string(o.seed);
+    } else {
+      f.features = Tensor::load(a.frames[k].first);
+      f.indices = Tensor::load(a.frames[k].second);
+      f.grid = parse_grid(a.grid);
+      f.label = a.frames[k].first + " + " + a.frames[k].second;
+    }
+    return f;
+  };
+  const size_t num_frames = a.synthetic > 0 ? size_t(a.num_frames) : a.frames.size();
+
+  // Statistics from the float32 CPU engine.
+  BuildOptions fp32;
+  fp32.backend = Backend::Cpu;
+  fp32.precision = Precision::Fp32;
+  fp32.num_threads = a.threads;
+  std::unique_ptr<Engine> engine = builder.build(fp32);
+  Calibrator cal(engine->graph(), a.bins);
+  cpu::set_value_observer(*engine, [&](const cpu::ObservedValue& v) { cal.observe(v); });
+  for (size_t k = 0; k < num_frames; ++k) {
+    const Frame f = frame(k);
+    InputLabels labels;
+    labels.features = f.label + " (features)";
+    labels.indices = f.label + " (indices)";
+    const int64_t t0 = now_ns();
+    engine->set_input(0, f.features, f.indices, f.grid, 1, labels);
+    engine->forward();
+    if (!a.quiet)
+      std::printf("frame %zu/%zu  %s: %lld voxels, %.0f ms\n", k + 1, num_frames, f.label.c_str(),
+                  static_cast<long long>(f.indices.dim(0)), ms_since(t0));
+  }
+  cpu::set_value_observer(*engine, {});
+
+  CalibrationOptions co;
+  co.method = parse_calibration_method(a.method);
+  co.percentile = a.percentile;
+  for (const std::string& n : split_names(a.keep_fp16)) co.keep_fp16.insert(n);
+  co.keep_fp16_first = a.keep_fp16_first;
+  co.int8_scatter = a.int8_scatter;
+  std::vector<CalibrationRow> rows;
+  const std::map<std::string, QuantAttrs> quant = cal.attributes(co, &rows);
+
+  write_onnx_with_quant(a.model, a.output, quant);
+  // The copy must import and build as an INT8 engine; otherwise it is removed.
+  std::unique_ptr<Engine> check;
+  try {
+    BuildOptions i8 = fp32;
+    i8.precision = Precision::Int8;
+    check = load_engine_from_onnx(a.output, i8);
+  } catch (...) {
+    std::remove(a.output.c_str());
+    throw;
+  }
+
+  int int8_convs = 0, convs = 0, int8_adds = 0, adds = 0;
+  for (const CalibrationRow& r : rows) {
+    if (r.op == std::string(op_type_name(OpType::SparseConv))) {
+      ++convs;
+      int8_convs += r.precision == Precision::Int8;
+    } else if (r.op == std::string(op_type_name(OpType::Add))) {
+      ++adds;
+      int8_adds += r.precision == Precision::Int8;
+    }
+  }
+  std::string method = calibration_method_name(co.method);
+  if (co.method == CalibrationMethod::Percentile) method += " " + fixed(co.percentile, 4) + " %";
+  std::printf("calibrated  %s on %lld frame(s), method %s, %d bins\n", a.model.c_str(),
+              static_cast<long long>(cal.frames()), method.c_str(), a.bins);
+  if (!a.quiet) {
+    Table t({"node", "op", "precision", "output", "input range(s)", "observed absmax", "max weight range"});
+    for (const CalibrationRow& r : rows)
+      t.add({r.node, r.op, precision_name(r.precision), precision_name(r.output_precision), range_text(r.input_ranges),
+             absmax_text(r.input_absmax), r.weight_range_max > 0 ? fixed(r.weight_range_max, 4) : "-"});
+    std::printf("%s", t.str("  ").c_str());
+  }
+  std::printf("int8        %d of %d SparseConvolution, %d of %d Add nodes\n", int8_convs, convs, int8_adds, adds);
+  std::printf("wrote       %s (%.1f s)\n", a.output.c_str(), ms_since(t_start) / 1000.0);
+
+  if (!a.eval.empty()) {
+    SCN_CHECK(a.eval.size() == 2, "--eval takes FEATURES.tensor INDICES.tensor");
+    Frame f;
+    f.features = Tensor::load(a.eval[0]);
+    f.indices = Tensor::load(a.eval[1]);
+    if (!a.grid.empty())
+      f.grid = parse_grid(a.grid);
+    else if (a.synthetic > 0) {
+      const auto gz = synth::grid_zyx(so);
+      f.grid = order == "xyz" ? Int3{gz[2], gz[1], gz[0]} : Int3{gz[0], gz[1], gz[2]};
+    }
+    SCN_CHECK(f.grid[0] > 0, "--eval needs --grid");
+    InputLabels labels;
+    labels.features = a.eval[0];
+    labels.indices = a.eval[1];
+    // Every sparse value of both engines, for a per-layer comparison (same sites, same order).
+    const Graph& g = engine->graph();
+    std::vector<std::vector<float>> ref_values(g.values.size());
+    std::vector<LayerError> layer(g.values.size());
+    cpu::set_value_observer(*engine, [&](const cpu::ObservedValue& v) {
+      if (v.coords) ref_values[size_t(v.value)].assign(v.data, v.data + v.rows * v.channels);
+    });
+    engine->set_input(0, f.features, f.indices, f.grid, 1, labels);
+    engine->forward();
+    cpu::set_value_observer(*engine, {});
+    cpu::set_value_observer(*check, [&](const cpu::ObservedValue& v) {
+      const std::vector<float>& r = ref_values[size_t(v.value)];
+      if (!v.coords || r.size() != size_t(v.rows * v.channels)) return;
+      const float s = v.int8 ? v.range / 127.0f : 1.f;
+      double dot = 0, na = 0, nb = 0, diff = 0;
+      for (size_t i = 0; i < r.size(); ++i) {
+        const double x = v.int8 ? double(v.data[i]) * s : double(v.data[i]);
+        dot += x * r[i];
+        na += x * x;
+        nb += double(r[i]) * r[i];
+        diff += (x - r[i]) * (x - r[i]);
+      }
+      layer[size_t(v.value)] = {true, v.int8, na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 1.0,
+                                nb > 0 ? std::sqrt(diff / nb) : 0.0};
+    });
+    check->set_input(0, f.features, f.indices, f.grid, 1, labels);
+    check->forward();
+    cpu::set_value_observer(*check, {});
+    if (!a.quiet) {
+      Table t({"node", "output", "stored", "cosine vs fp32", "rel-L2 vs fp32"});
+      for (const Node& n : g.nodes) {
+        const LayerError& e = layer[size_t(n.output)];
+        if (!e.seen || n.op == OpType::Input) continue;
+        t.add({n.name, g.values[size_t(n.output)].name, e.int8 ? "int8" : "fp16", fixed(e.cosine, 6),
+               fixed(e.rel_l2, 5)});
+      }
+      std::printf("eval        per-layer INT8 vs FP32 on %s:\n%s", a.eval[0].c_str(), t.str("  ").c_str());
+    }
+    for (int i = 0; i < engine->num_outputs(); ++i) {
+      const Tensor ref = engine->output(i);
+      const Tensor got = check->output(i).to_dtype(DType::Float32);
+      const CompareResult c = compare_tensors(got, ref, 0, "int8", "fp32");
+      std::printf("eval        output '%s' on %s: INT8 vs FP32 cosine %.6f, rel-L2 %.4e, max abs %.4g\n",
+                  engine->output_name(i).c_str(), a.eval[0].c_str(), c.cosine, c.rel_l2, c.max_abs);
+    }
+  }
+  return 0;
+}
+
+}  // namespace scn::cli
