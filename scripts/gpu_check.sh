@@ -77,9 +77,41 @@ if [ "${SCN_SKIP_TESTS:-0}" != "1" ]; then
   grep -E "^=====|^\[  PASSED|^\[  FAILED|^\[  SKIPPED \] [0-9]+|tests? ran|real frame" "$OUT/tests.log" | head -80
 fi
 
+if [ "${SCN_SKIP_ZOO:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
+  # Every zoo model (tools/python/scn_tools/zoo.py): CUDA fp16 vs the float64 PyTorch reference.
+  t4=$(date +%s)
+  {
+    PYTHONPATH=tools/python python3 -m scn_tools.zoo_export_all --out /tmp/scn-zoo &&
+    PYTHONPATH=tools/python python3 -m scn_tools.zoo_check --scn "$BUILD/tools/cli/scn" --dir /tmp/scn-zoo \
+      --device cuda --precision fp16 --min-cosine 0.99999 --work /tmp/scn-zoo-run
+    echo "zoo rc $?"
+  } > "$OUT/zoo.log" 2>&1
+  echo "zoo: $(tail -1 "$OUT/zoo.log") in $(( $(date +%s) - t4 )) s" | tee -a "$OUT/env.log"
+fi
+
+if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp/scn-zoo/centerpoint/model.onnx ]; then
+  # `scn bench` (the user-facing tool) on the real frame and a sweep over synthetic frames; the CSVs
+  # and the PNG plot travel in one archive (the device tool returns at most 8 files).
+  mkdir -p /tmp/scn-bench
+  D=$SCN_DATA_DIR
+  {
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --features "$D/in_features.torch.fp16.tensor" \
+      --indices "$D/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --device cuda --runs 500 --layers \
+      --csv /tmp/scn-bench/runs.csv
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --device cuda --runs 200 \
+      --sweep 10000,20000,40000,60000,80000,100000,120000,140000,160000,180000,200000 \
+      --sweep-csv /tmp/scn-bench/sweep.csv
+    python3 tools/bench/plot_bench.py --runs /tmp/scn-bench/runs.csv --sweep /tmp/scn-bench/sweep.csv \
+      --output /tmp/scn-bench/bench.png
+  } > "$OUT/scn_bench.log" 2>&1
+  echo "scn bench rc $?" | tee -a "$OUT/env.log"
+  tail -40 "$OUT/scn_bench.log"
+fi
+
 if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; then
   t2=$(date +%s)
-  "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --csv "$OUT" ${SCN_BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+  mkdir -p /tmp/scn-bench
+  "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --csv /tmp/scn-bench ${SCN_BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
   echo "bench rc $? in $(( $(date +%s) - t2 )) s" | tee -a "$OUT/env.log"
   cat "$OUT/bench.log"
 fi
@@ -98,3 +130,7 @@ if [ "${SCN_NCU:-0}" = "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; th
   echo "ncu rc $? in $(( $(date +%s) - t3 )) s" | tee -a "$OUT/env.log"
   grep -E "igemm_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -150
 fi
+
+# CSVs (bench_centerpoint and scn bench) and the plot, as one file.
+mkdir -p /tmp/scn-bench && tar -C /tmp/scn-bench -czf "$OUT/bench_files.tar.gz" . 2>/dev/null
+ls -la "$OUT"
