@@ -41,7 +41,9 @@ case "$CASE" in
     cmp f.tensor f_zyx.tensor  # the same voxels in both orders
     ref --model bevfusion --order xyz --features f.tensor --indices i_xyz.tensor --grid 1440x1440x41 \
         --seed 3 --onnx bev_xyz.onnx --output ref_xyz.tensor
-    "$SCN" inspect bev_xyz.onnx | grep -q Transpose
+    # (no `| grep -q`: under pipefail grep's early exit would fail the pipeline with SIGPIPE)
+    inspect_out=$("$SCN" inspect bev_xyz.onnx)
+    grep -q Transpose <<<"$inspect_out"
     "$SCN" run bev_xyz.onnx --features f.tensor --indices i_xyz.tensor --grid 1440x1440x41 \
         --device cpu --precision fp32 --output out_xyz.tensor
     "$SCN" compare out_xyz.tensor ref_xyz.tensor --max-rel-l2 1e-5
