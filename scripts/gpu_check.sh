@@ -85,6 +85,16 @@ if [ "${SCN_SKIP_ZOO:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
     PYTHONPATH=tools/python python3 -m scn_tools.zoo_check --scn "$BUILD/tools/cli/scn" --dir /tmp/scn-zoo \
       --device cuda --precision fp16 --min-cosine 0.99999 --work /tmp/scn-zoo-run
     echo "zoo rc $?"
+    # steady-state FP16 time of every zoo model (scn bench, CUDA graph, 200 runs after 20 warm-up)
+    seen=""
+    while IFS=$'\t' read -r model onnx feats idx grid batch _rest; do
+      case "$model" in "#"*|"") continue ;; esac
+      case " $seen " in *" $model "*) continue ;; esac
+      seen="$seen $model"
+      echo "== scn bench $model"
+      "$BUILD/tools/cli/scn" bench "/tmp/scn-zoo/$onnx" --features "/tmp/scn-zoo/$feats" \
+        --indices "/tmp/scn-zoo/$idx" --grid "$grid" --batch "$batch" --device cuda --runs 200 | grep -E "latency|workspace"
+    done < /tmp/scn-zoo/cases.tsv
   } > "$OUT/zoo.log" 2>&1
   echo "zoo: $(tail -1 "$OUT/zoo.log") in $(( $(date +%s) - t4 )) s" | tee -a "$OUT/env.log"
 fi
