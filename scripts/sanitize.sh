@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the CPU test suite with AddressSanitizer + UndefinedBehaviorSanitizer (SCN_SANITIZE=ON,
+# no CUDA) in ${SCN_ASAN_BUILD_DIR:-build-asan} and runs it with ctest. Any sanitizer report
+# fails the run (halt_on_error, and UBSan is built with -fno-sanitize-recover).
+# Excluded: the Python reference tests (a Python interpreter cannot load an ASan-instrumented
+# libscn without LD_PRELOAD of the runtime) and the install test (its consumer build does not link
+# the sanitizer runtimes). Extra arguments go to ctest (e.g. -R Catalogue).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${SCN_ASAN_BUILD_DIR:-build-asan}
+JOBS=${SCN_JOBS:-2}
+start=$(date +%s)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCN_SANITIZE=ON -DSCN_WITH_CUDA=OFF >/dev/null
+cmake --build "$BUILD" -j"$JOBS"
+echo "sanitize: build took $(( $(date +%s) - start )) s"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$BUILD" --output-on-failure -j"$JOBS" --timeout 1800 \
+  -E '^(python_reference|install_find_package)$' "$@"

@@ -1,0 +1,118 @@
+// Soak: many frames of varying size (5k .. 200k voxels) through ONE engine. Checks that
+//  - every output is bitwise equal to a fresh engine's output on the same frame (nothing of an
+//    earlier, larger or smaller frame leaks into a later one), and
+//  - the resident memory does not grow once the engine has seen the largest frame.
+// The ctest version runs SCN_SOAK_FRAMES frames (default 20); run the binary with
+// SCN_SOAK_FRAMES=1000 for the long version. SCN_SOAK_FRESH_EVERY=k compares with a fresh engine
+// on every k-th frame only (default 1: every frame).
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "robustness/robust_util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SCN_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SCN_UNDER_ASAN 1
+#endif
+#endif
+
+namespace scn::robust {
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const int n = std::atoi(v);
+  return n > 0 ? n : fallback;
+}
+
+/// Returns freed heap memory to the system so that RSS measures what is still held.
+int64_t settled_rss() {
+  malloc_trim(0);
+  return rss_bytes();
+}
+
+TEST(Soak, OneEngineManyFrameSizes) {
+#ifdef SCN_UNDER_ASAN
+  const int default_frames = 6;  // ASan makes every frame ~10x slower; CI runs the real count
+  const int64_t max_voxels = 60000;
+#else
+  const int default_frames = 20;
+  const int64_t max_voxels = 200000;
+#endif
+  const int frames = env_int("SCN_SOAK_FRAMES", default_frames);
+  const int fresh_every = env_int("SCN_SOAK_FRESH_EVERY", 1);
+  const int64_t min_voxels = 5000;
+  const auto t_start = std::chrono::steady_clock::now();
+
+  // Base frames of the largest size; frame i uses the first n_i voxels of one of them (a prefix
+  // of a scan is a valid frame: distinct sites, all in the grid).
+  std::vector<Frame> base;
+  for (uint64_t s = 0; s < 3; ++s) base.push_back(make_frame(max_voxels, 1000 + s));
+  std::mt19937_64 rng(4242);
+  auto count_of = [&](int i) -> int64_t {
+    if (i == 0 || i == 2) return max_voxels;  // warm-up: largest, smallest, largest
+    if (i == 1) return min_voxels;
+    return min_voxels + int64_t(rng() % uint64_t(max_voxels - min_voxels + 1));
+  };
+  auto frame_of = [&](int i, int64_t n) {
+    const Frame& b = base[size_t(i) % base.size()];
+    Frame f;
+    f.grid = b.grid;
+    f.features = Tensor::from_host(b.features.data(), {n, 5}, DType::Float16);
+    f.indices = Tensor::from_host(b.indices.data(), {n, 4}, DType::Int32);
+    return f;
+  };
+
+  const EngineBuilder builder = small_backbone();
+  const BuildOptions opts = options_for(Backend::Cpu, max_voxels);
+  std::unique_ptr<Engine> engine = builder.build(opts);
+
+  const int warmup = std::min(frames, 3);
+  int64_t rss_warm = 0, rss_max = 0, voxels_total = 0, lo = max_voxels, hi = 0;
+  int compared = 0;
+  for (int i = 0; i < frames; ++i) {
+    const int64_t n = count_of(i);
+    const Frame f = frame_of(i, n);
+    const std::vector<Tensor> got = run_once(*engine, f);
+    if (i % fresh_every == 0 || i < warmup) {
+      std::unique_ptr<Engine> fresh = builder.build(opts);
+      const std::string diff = bitwise_diff(got, run_once(*fresh, f));
+      ASSERT_EQ(diff, "") << "frame " << i << " (" << n << " voxels): the long-lived engine differs from a fresh one";
+      ++compared;
+    }
+    voxels_total += n;
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+    if (i == warmup - 1) rss_warm = settled_rss();
+    if (i >= warmup - 1) rss_max = std::max(rss_max, settled_rss());
+  }
+  const int64_t rss_end = settled_rss();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  std::printf(
+      "[soak] %d frames (%s), %lld..%lld voxels, %.0f avg; %d compared with a fresh engine; RSS after "
+      "warm-up %.1f MiB, max %.1f MiB, end %.1f MiB (growth %+.1f MiB); engine workspace %.1f MiB; %.1f s\n",
+      frames, frame_source(), (long long)lo, (long long)hi, double(voxels_total) / frames, compared,
+      double(rss_warm) / 1048576.0, double(rss_max) / 1048576.0, double(rss_end) / 1048576.0,
+      double(rss_end - rss_warm) / 1048576.0, double(engine->workspace_bytes()) / 1048576.0, secs);
+  ::testing::Test::RecordProperty("rss_warm_bytes", std::to_string(rss_warm));
+  ::testing::Test::RecordProperty("rss_end_bytes", std::to_string(rss_end));
+#ifdef SCN_UNDER_ASAN
+  std::printf("[soak] AddressSanitizer build: its quarantine holds freed memory, RSS is not checked\n");
+#else
+  // Bounded growth: after the engine has seen the largest frame, its buffers are at their high
+  // water mark; allow allocator noise (16 MiB or 5%), not growth per frame.
+  const int64_t allowance = std::max<int64_t>(16 << 20, rss_warm / 20);
+  EXPECT_LE(rss_end - rss_warm, allowance) << "resident memory grew over the soak";
+  EXPECT_LE(rss_max - rss_warm, allowance) << "resident memory grew over the soak (peak)";
+#endif
+}
+
+}  // namespace
+}  // namespace scn::robust
