@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "scn/error.h"
@@ -132,6 +133,8 @@ class EngineBuilder {
   ValueId add_node(Node node, Value value);
   const Value& value(ValueId id, const std::string& node, const char* role) const;
   std::shared_ptr<Graph> graph_;
+  std::unordered_set<std::string> value_names_;  ///< every value name in graph_
+  std::unordered_set<std::string> node_names_;   ///< every node name in graph_
 };
 
 /// True when this build of scn has the CUDA backend and a CUDA device is visible.
