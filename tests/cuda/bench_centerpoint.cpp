@@ -4,6 +4,10 @@
 // voxel counts. Not a ctest test: scripts/gpu_check.sh runs it.
 //
 //   bench_centerpoint [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]
+//                     [--variant "ENV=V[,ENV=V...]"]... [--variants-only]
+// A --variant builds one more engine with those environment settings (the SCN_CUDA_* switches of
+// docs/cuda_backend.md) and reports its median, per-step profile and bitwise equality with the
+// default engine; --variants-only skips everything after the variants.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -149,6 +153,8 @@ int main(int argc, char** argv) {
   int runs = 200, warmup = 30;
   bool quick = false;
   bool ncu = false;  // one un-captured forward for a profiler (heuristic configs, no autotune launches)
+  std::vector<std::string> variants;
+  bool variants_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -158,6 +164,8 @@ int main(int argc, char** argv) {
     else if (a == "--csv") csv_dir = next();
     else if (a == "--quick") quick = true;
     else if (a == "--ncu") ncu = true;
+    else if (a == "--variant") variants.push_back(next());
+    else if (a == "--variants-only") variants_only = true;
     else {
       std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]\n", argv[0]);
       return 2;
@@ -209,11 +217,18 @@ int main(int argc, char** argv) {
     cudaDeviceSynchronize();
     const size_t before = used_device_bytes();
     auto e = b.build(cuda_opts(true));
+    cudaDeviceSynchronize();
+    const size_t after_build = used_device_bytes();
     e->set_input(0, frame.features, frame.indices, frame.grid, 1);
+    cudaDeviceSynchronize();
+    const size_t after_input = used_device_bytes();
     e->forward();
     e->check_errors();
     cudaDeviceSynchronize();
     const size_t after = used_device_bytes();
+    std::printf("device memory (cudaMemGetInfo, MB above the start): after build %.1f, after set_input (arena, "
+                "autotune) %.1f, after the first forward (graph) %.1f\n",
+                double(after_build - before) / 1e6, double(after_input - before) / 1e6, double(after - before) / 1e6);
     const std::vector<float> ref = to_floats(e->output(0));
     const Stats g = stats(e->time_forward(warmup, runs));
     std::printf("\nCenterPoint, FP16, implicit GEMM, CUDA graph (%d runs after %d warm-up, each run timed alone):\n",
@@ -244,6 +259,73 @@ int main(int argc, char** argv) {
     }
     put("workspace_bytes_MB", double(e->workspace_bytes()) / 1e6);
     put("device_memory_delta_MB", double(after - before) / 1e6);
+
+    // ---- variants (environment switches), each against the default engine ----------------------
+    if (!variants.empty()) {
+      // All variant engines are built first and timed round-robin with the default one (the
+      // GPU's clocks drift by ~2 % over a minute of load: sequential timing would favour the
+      // first engine).
+      struct Variant {
+        std::string name;
+        std::unique_ptr<Engine> engine;
+        std::vector<double> ms;
+        double delta_mb = 0;
+        bool same = true;
+      };
+      std::vector<Variant> vs;
+      vs.push_back({"default", nullptr, {}, double(after - before) / 1e6, true});
+      for (const std::string& v : variants) {
+        std::vector<std::pair<std::string, std::string>> kv;
+        size_t p0 = 0;
+        while (p0 < v.size()) {
+          size_t p1 = v.find(',', p0);
+          if (p1 == std::string::npos) p1 = v.size();
+          const std::string item = v.substr(p0, p1 - p0);
+          const size_t eq = item.find('=');
+          if (eq != std::string::npos) kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+          p0 = p1 + 1;
+        }
+        for (const auto& [k, val] : kv) setenv_or_unset(k.c_str(), val.c_str());
+        try {
+          cudaDeviceSynchronize();
+          const size_t vb = used_device_bytes();
+          auto ev = b.build(cuda_opts(true));
+          ev->set_input(0, frame.features, frame.indices, frame.grid, 1);
+          ev->forward();
+          ev->check_errors();
+          cudaDeviceSynchronize();
+          const size_t va = used_device_bytes();
+          const bool same = to_floats(ev->output(0)) == ref;
+          vs.push_back({v, std::move(ev), {}, double(va - vb) / 1e6, same});
+        } catch (const std::exception& ex) {
+          std::printf("  variant %s failed: %s\n", v.c_str(), ex.what());
+        }
+        for (const auto& [k, val] : kv) setenv_or_unset(k.c_str(), nullptr);
+      }
+      const int rounds = 10;
+      for (int r = 0; r < rounds; ++r)
+        for (auto& v : vs) {
+          Engine& en = v.engine ? *v.engine : *e;
+          const auto t = en.time_forward(3, std::max(1, runs / rounds));
+          v.ms.insert(v.ms.end(), t.begin(), t.end());
+        }
+      std::printf("\nvariants, timed round-robin (%d rounds x %d graph runs each; profile = median of 5 "
+                  "un-captured forwards):\n", rounds, std::max(1, runs / rounds));
+      for (auto& v : vs) {
+        Engine& en = v.engine ? *v.engine : *e;
+        const Stats s = stats(v.ms);
+        const auto prof = profile_median(en, 5);
+        double convs = 0, other = 0;
+        for (const auto& l : prof) (l.op == "SparseConvolution" ? convs : other) += l.ms;
+        std::printf("  %-44s median %.4f ms  p99 %.4f  convs %.4f  other steps %.4f  bitwise %s  workspace %.1f MB"
+                    "  delta %.1f MB\n",
+                    v.name.c_str(), s.median, s.p99, convs, other, v.same ? "equal" : "DIFFERENT",
+                    double(en.workspace_bytes()) / 1e6, v.delta_mb);
+        for (const auto& l : prof)
+          std::printf("      %-10s %-18s %-52s %.4f\n", l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
+      }
+      if (variants_only) return 0;
+    }
 
     // ---- per-layer table ----------------------------------------------------------------------
     const auto layers = profile_median(*e, quick ? 5 : 20);
@@ -292,14 +374,15 @@ int main(int argc, char** argv) {
       put("graph_heuristic_configs_bitwise_equal_tuned", to_floats(eh->output(0)) == ref ? 1.0 : 0.0);
     }
 
-    {
-      setenv_or_unset("SCN_CUDA_SORT_ROWS", "1");
+    for (const char* mode : {"0", "1"}) {  // rows in map order / every map's rows grouped by mask
+      setenv_or_unset("SCN_CUDA_SORT_ROWS", mode);
       auto eu = b.build(cuda_opts(true));
       setenv_or_unset("SCN_CUDA_SORT_ROWS", nullptr);
       eu->set_input(0, frame.features, frame.indices, frame.grid, 1);
       const Stats s = stats(eu->time_forward(warmup, runs));
-      put("graph_rows_mask_sorted_median_ms", s.median);
-      put("graph_rows_mask_sorted_bitwise_equal_default", to_floats(eu->output(0)) == ref ? 1.0 : 0.0);
+      const std::string k = std::string("graph_sort_rows_") + mode;
+      put((k + "_median_ms").c_str(), s.median);
+      put((k + "_bitwise_equal_default").c_str(), to_floats(eu->output(0)) == ref ? 1.0 : 0.0);
     }
     for (const char* sp : {"2", "4"}) {
       setenv_or_unset("SCN_CUDA_SPLIT", sp);
@@ -340,55 +423,11 @@ int main(int argc, char** argv) {
 
     // ---- tile configurations per layer ----------------------------------------------------------
     if (!quick) {
-      const char* cfgs[] = {
-      "m128n16k16s4",
-      "m128n16k16s3",
-      "m64n16k16s4",
-      "m64n16k16s4r8",
-      "m128n16k16s3r6",
-      "m128n16k16s3g4",
-      "m64n16k16s4g2",
-      "m128n16k32s3",
-      "m128n32k32s4",
-      "m64n32k32s4",
-      "m64n32k32s3r7",
-      "m128n32k32s3",
-      "m128n32k16s4",
-      "m128n32k16s3g2",
-      "m64n32k32s3g2",
-      "m64n64k32s3t",
-      "m64n64k32s4t",
-      "m128n64k32s3t",
-      "m64n64k64s3t",
-      "m64n64k16s3",
-      "m64n64k32s3",
-      "m64n64k32s3tg2",
-      "m32n128k64s3t",
-      "m64n128k64s3t",
-      "m32n128k64s4t",
-      "m32n128k32s4t",
-      "m32n128k32s3t",
-      "m64n128k32s3t",
-      "m64n128k16s3",
-      "m64n128k64s3",
-      "m32n64k32s3",
-      "m128n128k64s3tx4",
-      "m128n128k64s3tx2",
-      "m64n128k64s3tx2",
-      "m64n128k64s3tx4",
-      "m128n64k64s3tx2",
-      "m128n64k64s3tx4",
-      "m64n64k64s3tx2",
-      "m128n64k32s3tx2",
-      "m128n32k32s3x2",
-      "m128n32k32s3x4",
-      "m128n16k16s4x2",
-      "m128n16k16s4t",
-      "m128n32k32s4t",
-      "m128n32k32s3tg2"};
+      const std::vector<std::string> cfgs = cuda_tile_configs();
       std::map<std::string, std::map<std::string, double>> t;  // node -> cfg -> ms
       std::vector<std::string> order;
-      for (const char* c : cfgs) {
+      for (const std::string& cs : cfgs) {
+        const char* c = cs.c_str();
         setenv_or_unset("SCN_CUDA_IGEMM", c);
         auto ec = b.build(cuda_opts(false));
         setenv_or_unset("SCN_CUDA_IGEMM", nullptr);
@@ -406,16 +445,17 @@ int main(int argc, char** argv) {
       std::FILE* cf = std::fopen((csv_dir + "/bench_configs.csv").c_str(), "w");
       if (cf) {
         std::fprintf(cf, "node");
-        for (const char* c : cfgs) std::fprintf(cf, ",%s", c);
+        for (const auto& c : cfgs) std::fprintf(cf, ",%s", c.c_str());
         std::fprintf(cf, "\n");
       }
       std::printf("\nconv time per tile configuration (ms, median of 7 profiled forwards):\n  %-8s", "node");
-      for (const char* c : cfgs) std::printf(" %11s", c);
+      for (const auto& c : cfgs) std::printf(" %11s", c.c_str());
       std::printf("\n");
       for (const auto& n : order) {
         std::printf("  %-8s", n.c_str());
         if (cf) std::fprintf(cf, "%s", n.c_str());
-        for (const char* c : cfgs) {
+        for (const std::string& cs : cfgs) {
+        const char* c = cs.c_str();
           const auto it = t[n].find(c);
           if (it == t[n].end()) {
             std::printf(" %11s", "-");

@@ -116,52 +116,7 @@ INSTANTIATE_TEST_SUITE_P(All, CudaConv, ::testing::ValuesIn(conv_cases()),
 // Every compiled implicit-GEMM tile configuration on the same layers.
 TEST(CudaBackend, EveryTileConfigMatches) {
   SCN_REQUIRE_CUDA();
-  const char* cfgs[] = {
-      "m128n16k16s4",
-      "m128n16k16s3",
-      "m64n16k16s4",
-      "m64n16k16s4r8",
-      "m128n16k16s3r6",
-      "m128n16k16s3g4",
-      "m64n16k16s4g2",
-      "m128n16k32s3",
-      "m128n32k32s4",
-      "m64n32k32s4",
-      "m64n32k32s3r7",
-      "m128n32k32s3",
-      "m128n32k16s4",
-      "m128n32k16s3g2",
-      "m64n32k32s3g2",
-      "m64n64k32s3t",
-      "m64n64k32s4t",
-      "m128n64k32s3t",
-      "m64n64k64s3t",
-      "m64n64k16s3",
-      "m64n64k32s3",
-      "m64n64k32s3tg2",
-      "m32n128k64s3t",
-      "m64n128k64s3t",
-      "m32n128k64s4t",
-      "m32n128k32s4t",
-      "m32n128k32s3t",
-      "m64n128k32s3t",
-      "m64n128k16s3",
-      "m64n128k64s3",
-      "m32n64k32s3",
-      "m128n128k64s3tx4",
-      "m128n128k64s3tx2",
-      "m64n128k64s3tx2",
-      "m64n128k64s3tx4",
-      "m128n64k64s3tx2",
-      "m128n64k64s3tx4",
-      "m64n64k64s3tx2",
-      "m128n64k32s3tx2",
-      "m128n32k32s3x2",
-      "m128n32k32s3x4",
-      "m128n16k16s4x2",
-      "m128n16k16s4t",
-      "m128n32k32s4t",
-      "m128n32k32s3tg2"};
+  const std::vector<std::string> cfgs = cuda_tile_configs();
   // a conv the config can run: G > 1 configs need Cin == BK (one channel chunk)
   auto cin_for = [](const std::string& name) {
     const size_t g = name.find('g');
@@ -169,7 +124,9 @@ TEST(CudaBackend, EveryTileConfigMatches) {
     const size_t k = name.find('k');
     return std::atoi(name.c_str() + k + 1);
   };
-  for (const char* cfg : cfgs) {
+  ASSERT_GE(cfgs.size(), 20u) << "the CUDA backend lists its compiled tile configurations";
+  for (const std::string& cfg_name : cfgs) {
+    const char* cfg = cfg_name.c_str();
     SCOPED_TRACE(cfg);
     const int cin = cin_for(cfg);
     const SparseInput in = random_input(3000, cin, {20, 30, 30}, 1, 91);
@@ -328,10 +285,16 @@ TEST(CudaBackend, Deterministic) {
   ScopedEnv no_side("SCN_CUDA_MAP_LOOKAHEAD", "0");
   auto e3 = b.build(cuda_options(true));
   EXPECT_TRUE(first == to_bytes(run(*e3, {in}).outputs[0])) << "heuristic configs differ from tuned ones";
-  {
-    ScopedEnv sort("SCN_CUDA_SORT_ROWS", "1");
+  for (const char* mode : {"0", "1", "2"}) {  // rows in map order; every map's rows grouped by mask
+    ScopedEnv sort("SCN_CUDA_SORT_ROWS", mode);
     auto e4 = b.build(cuda_options(true));
-    EXPECT_TRUE(first == to_bytes(run(*e4, {in}).outputs[0])) << "mask-sorted rows differ from rows in map order";
+    EXPECT_TRUE(first == to_bytes(run(*e4, {in}).outputs[0])) << "row order mode " << mode << " changes the bits";
+  }
+  {
+    // the symmetric level-0 submanifold map (half the lookups) against the general map kernel
+    ScopedEnv no_sym("SCN_CUDA_SUBM_SYM", "0");
+    auto e5 = b.build(cuda_options(true));
+    EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "general submanifold map differs from the symmetric one";
   }
   // split-K over kernel offsets (clusters): a different summation order, but one per class
   {
@@ -399,6 +362,13 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   // fp32 device features
   const Tensor f32 = in.features.to_dtype(DType::Float32).to(Device::Cuda);
   gpu->set_input(0, f32, di, grid, 1);
+  gpu->forward();
+  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+  // fp32 host features (the staging grew to fp32 size above), then fp16 again
+  gpu->set_input(0, in.features.to_dtype(DType::Float32), in.indices, grid, 1);
+  gpu->forward();
+  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+  gpu->set_input(0, in.features, in.indices, grid, 1);
   gpu->forward();
   EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
 

@@ -1,7 +1,9 @@
-// Soak: many frames of varying size (5k .. 200k voxels) through ONE engine. Checks that
+// Soak: many frames of varying size (5k .. 200k voxels) through ONE engine, on the CPU and on the
+// GPU (skipped visibly without one). Checks that
 //  - every output is bitwise equal to a fresh engine's output on the same frame (nothing of an
 //    earlier, larger or smaller frame leaks into a later one), and
-//  - the resident memory does not grow once the engine has seen the largest frame.
+//  - neither the resident host memory nor the used device memory (cudaMemGetInfo) grows once the
+//    engine has seen the largest frame.
 // The ctest version runs SCN_SOAK_FRAMES frames (default 20); run the binary with
 // SCN_SOAK_FRAMES=1000 for the long version. SCN_SOAK_FRESH_EVERY=k compares with a fresh engine
 // on every k-th frame only (default 1: every frame).
@@ -13,6 +15,10 @@
 #include <cstdlib>
 
 #include "robustness/robust_util.h"
+
+#ifdef SCN_TEST_CUDART
+#include <cuda_runtime_api.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SCN_UNDER_ASAN 1
@@ -38,7 +44,23 @@ int64_t settled_rss() {
   return rss_bytes();
 }
 
-TEST(Soak, OneEngineManyFrameSizes) {
+/// Device memory in use on the current device (0 without the CUDA runtime).
+int64_t used_device_bytes() {
+#ifdef SCN_TEST_CUDART
+  cudaDeviceSynchronize();
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
+  return int64_t(total - free_b);
+#else
+  return 0;
+#endif
+}
+
+class Soak : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(Soak, OneEngineManyFrameSizes) {
+  const Backend backend = GetParam();
+  if (backend == Backend::Cuda && !cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU soak needs one";
 #ifdef SCN_UNDER_ASAN
   const int default_frames = 6;  // ASan makes every frame ~10x slower; CI runs the real count
   const int64_t max_voxels = 60000;
@@ -71,11 +93,12 @@ TEST(Soak, OneEngineManyFrameSizes) {
   };
 
   const EngineBuilder builder = small_backbone();
-  const BuildOptions opts = options_for(Backend::Cpu, max_voxels);
+  const BuildOptions opts = options_for(backend, max_voxels);
   std::unique_ptr<Engine> engine = builder.build(opts);
 
   const int warmup = std::min(frames, 3);
   int64_t rss_warm = 0, rss_max = 0, voxels_total = 0, lo = max_voxels, hi = 0;
+  int64_t dev_warm = 0, dev_max = 0;
   int compared = 0;
   for (int i = 0; i < frames; ++i) {
     const int64_t n = count_of(i);
@@ -90,19 +113,38 @@ TEST(Soak, OneEngineManyFrameSizes) {
     voxels_total += n;
     lo = std::min(lo, n);
     hi = std::max(hi, n);
-    if (i == warmup - 1) rss_warm = settled_rss();
-    if (i >= warmup - 1) rss_max = std::max(rss_max, settled_rss());
+    // (device memory only for the CUDA engine: querying it creates a CUDA context, whose host
+    // memory would count as growth of the CPU engine)
+    const bool gpu = backend == Backend::Cuda;
+    if (i == warmup - 1) {
+      dev_warm = gpu ? used_device_bytes() : 0;  // the fresh engines of this loop are gone by now
+      rss_warm = settled_rss();
+    }
+    if (i >= warmup - 1) {
+      rss_max = std::max(rss_max, settled_rss());
+      dev_max = std::max(dev_max, gpu ? used_device_bytes() : 0);
+    }
   }
   const int64_t rss_end = settled_rss();
+  const int64_t dev_end = backend == Backend::Cuda ? used_device_bytes() : 0;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   std::printf(
-      "[soak] %d frames (%s), %lld..%lld voxels, %.0f avg; %d compared with a fresh engine; RSS after "
+      "[soak %s] %d frames (%s), %lld..%lld voxels, %.0f avg; %d compared with a fresh engine; RSS after "
       "warm-up %.1f MiB, max %.1f MiB, end %.1f MiB (growth %+.1f MiB); engine workspace %.1f MiB; %.1f s\n",
-      frames, frame_source(), (long long)lo, (long long)hi, double(voxels_total) / frames, compared,
+      backend == Backend::Cpu ? "cpu" : "cuda", frames, frame_source(), (long long)lo, (long long)hi,
+      double(voxels_total) / frames, compared,
       double(rss_warm) / 1048576.0, double(rss_max) / 1048576.0, double(rss_end) / 1048576.0,
       double(rss_end - rss_warm) / 1048576.0, double(engine->workspace_bytes()) / 1048576.0, secs);
   ::testing::Test::RecordProperty("rss_warm_bytes", std::to_string(rss_warm));
   ::testing::Test::RecordProperty("rss_end_bytes", std::to_string(rss_end));
+  if (backend == Backend::Cuda) {
+    std::printf("[soak cuda] device memory in use after warm-up %.1f MiB, max %.1f MiB, end %.1f MiB (growth %+.1f MiB)\n",
+                double(dev_warm) / 1048576.0, double(dev_max) / 1048576.0, double(dev_end) / 1048576.0,
+                double(dev_end - dev_warm) / 1048576.0);
+    // the engine plans its device memory once: nothing may grow per frame (2 MiB: driver pages)
+    EXPECT_LE(dev_end - dev_warm, int64_t(2) << 20) << "device memory grew over the soak";
+    EXPECT_LE(dev_max - dev_warm, int64_t(2) << 20) << "device memory grew over the soak (peak)";
+  }
 #ifdef SCN_UNDER_ASAN
   std::printf("[soak] AddressSanitizer build: its quarantine holds freed memory, RSS is not checked\n");
 #else
@@ -113,6 +155,8 @@ TEST(Soak, OneEngineManyFrameSizes) {
   EXPECT_LE(rss_max - rss_warm, allowance) << "resident memory grew over the soak (peak)";
 #endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Soak, ::testing::Values(Backend::Cpu, Backend::Cuda), backend_label);
 
 }  // namespace
 }  // namespace scn::robust

@@ -140,4 +140,8 @@ class EngineBuilder {
 /// True when this build of scn has the CUDA backend and a CUDA device is visible.
 bool cuda_available();
 
+/// Names of the implicit-GEMM tile configurations compiled into the CUDA backend (the values
+/// SCN_CUDA_IGEMM accepts, e.g. "m64n64k32s4t"); empty in a build without CUDA.
+std::vector<std::string> cuda_tile_configs();
+
 }  // namespace scn

@@ -19,7 +19,13 @@ struct MemoryPlan {
   size_t total = 0;             ///< arena size
 };
 
-/// Greedy best-fit by decreasing size; buffers live on [first, last].
+/// Buffers live on [first, last]. Greedy placement (each buffer at the best-fitting gap among the
+/// buffers alive with it) under several orders (size, size x lifetime, lifetime, first use), best
+/// fit and first fit; the smallest arena wins. Deterministic.
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignment = 256);
+
+/// The most bytes alive at any one step (each request rounded up to `alignment`): a lower bound
+/// on any plan's arena.
+size_t peak_live_bytes(const std::vector<BufferRequest>& requests, size_t alignment = 256);
 
 }  // namespace scn

@@ -39,6 +39,16 @@ bool cuda_available() {
   return n > 0;
 }
 
+std::vector<std::string> cuda_tile_configs() {
+  std::vector<std::string> names;
+  for (int id = 0; id < cuda::igemm_num_configs(); ++id) {
+    std::string n = cuda::igemm_config(id).name;
+    if (n.rfind("igemm ", 0) == 0) n = n.substr(6);
+    names.push_back(n);
+  }
+  return names;
+}
+
 namespace {
 
 using namespace scn::cuda;
@@ -178,8 +188,9 @@ int choose_config(int cin_p, int cout_p, int cc, int K, int split) {
     pref.push_back("m128n16k16s4");
     pref.push_back("m128n16k32s3");
   } else if (cout_p <= 32) {
+    if (tma && k32) pref.push_back("m128n32k32s3tw8r4");
     if (tma && k32) pref.push_back("m128n32k32s4t");
-    if (cin_p == 16) pref.push_back("m128n32k16s3g2");
+    if (cin_p == 16) pref.push_back("m128n32k16s4w8");
     pref.push_back("m128n32k32s4");
     pref.push_back("m128n32k16s4");
   } else if (cout_p <= 64) {
@@ -214,15 +225,21 @@ std::vector<int> tune_candidates(int cin_p, int cout_p, int cc, int K, int split
   return v;
 }
 
+/// Which kernel maps get their rows grouped by neighbour mask (SCN_CUDA_SORT_ROWS=0|auto|1|2;
+/// default 0). Auto: the maps of convs with at most 32 input channels, except the first map built
+/// (it is on the critical path). Measured on the H200 (docs/benchmarks.md): the grouping makes the
+/// 16->32 and 32-channel convs ~10-15 % faster and does nothing at 64/128 channels, but the three
+/// bucket sorts cost as much GPU time as they save (they run beside the convs on the map stream and
+/// take SMs from them), so the graph median is the same and the masks and orders cost 7 MB: off.
+enum class RowSort { Off = 0, All = 1, AllWithPositions = 2, Auto = 3 };
+
 struct SortPlan {
   bool on = false;
   int64_t cap = 0;
-  int bits = 0;
-  size_t temp_bytes = 0;
-  int req_masks = -1, req_keys = -1, req_temp = -1, req_order = -1;
+  RowKey key;
+  int req_masks = -1, req_scratch = -1, req_order = -1;
   uint32_t* masks = nullptr;
-  uint32_t* keys = nullptr;
-  void* temp = nullptr;
+  uint32_t* scratch = nullptr;  // bucket histogram + cursors
   int32_t* order = nullptr;
 };
 
@@ -313,7 +330,13 @@ class CudaEngine final : public Engine {
     if (const char* e = std::getenv("SCN_CUDA_IGEMM")) forced_cfg_ = e;
     if (const char* e = std::getenv("SCN_CUDA_MAP_LOOKAHEAD")) lookahead_ = std::max(0, std::atoi(e));
     if (const char* e = std::getenv("SCN_CUDA_AUTOTUNE")) autotune_ = std::string(e) != "0";
-    if (const char* e = std::getenv("SCN_CUDA_SORT_ROWS")) sort_rows_ = std::string(e) == "1";
+    if (const char* e = std::getenv("SCN_CUDA_SORT_ROWS")) {
+      const std::string v = e;
+      SCN_CHECK(v == "auto" || v == "0" || v == "1" || v == "2", "SCN_CUDA_SORT_ROWS='", v,
+                "' is not one of auto, 0 (off), 1 (every map), 2 (every map, finer buckets)");
+      sort_rows_ = v == "auto" ? RowSort::Auto : RowSort(std::atoi(e));
+    }
+    if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;
@@ -390,6 +413,14 @@ class CudaEngine final : public Engine {
                 batch_size, " differs from the other inputs' ", batch_);
 
     const bool fp32 = features.dtype() == DType::Float32;
+    const size_t staging = size_t(si.cap_build) * size_t(in.channels) * 4 + 16;
+    if (fp32 && in.raw_feat.bytes() < staging) {  // the first fp32 input: fp32-sized staging
+      if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
+      if (forwarded_) SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
+      SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
+      in.raw_feat.alloc(staging);
+      exec_valid_ = false;  // the captured graph holds the old staging address
+    }
     if (features.device() == Device::Host) {
       check_sparse_input(features, indices, grid, batch_size, in.channels, name, labels);
       if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
@@ -554,7 +585,7 @@ class CudaEngine final : public Engine {
   }
 
   size_t workspace_bytes() const override {
-    size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes() + gemm_bytes() + iota_.bytes();
+    size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes() + gemm_bytes();
     for (const auto& c : convs_) b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes();
     for (const auto& in : inputs_) b += in.raw_feat.bytes() + in.raw_idx.bytes();
     for (const auto& o : out_compact_) b += o.bytes();
@@ -791,6 +822,7 @@ class CudaEngine final : public Engine {
           : lookahead_ > 0                           ? 0
                                                      : an_.maps[size_t(m)].first_node;
     }
+    release_base_ = release_node_;
   }
 
   void prepare_inputs() {
@@ -800,7 +832,7 @@ class CudaEngine final : public Engine {
       InputSlot& in = inputs_[k];
       in.channels = g.values[size_t(g.inputs[k])].channels;
       const int64_t cap = sites_[size_t(an_.value_sites[size_t(g.inputs[k])])].cap_build;
-      in.raw_feat.alloc(size_t(cap) * size_t(in.channels) * 4 + 16);
+      in.raw_feat.alloc(size_t(cap) * size_t(in.channels) * 2 + 16);  // fp16; grows once for fp32 inputs
       in.raw_idx.alloc(size_t(cap) * 16 + 16);
       in.host_feat.alloc(size_t(cap) * size_t(in.channels) * 4 + 16);
       in.host_idx.alloc(size_t(cap) * 16 + 16);
@@ -827,11 +859,45 @@ class CudaEngine final : public Engine {
   }
 
   void plan_arena(const std::vector<Int3>& grids, int batch) {
-    const Graph& g = *graph_;
-    shapes_ = infer_shapes(g, an_, grids, batch);
-    const int end = int(g.nodes.size());
+    shapes_ = infer_shapes(*graph_, an_, grids, batch);
+    release_node_ = release_base_;
     std::vector<BufferRequest> req;
     std::vector<std::string> req_label;
+    collect_requests(batch, req, req_label);
+    // Map builds released early only where it pays: a map released `lookahead_` slots ahead is
+    // alive beside the previous level's activations. From the last map backwards, release it one
+    // slot ahead instead when that lowers the most bytes alive at once (the deep levels have small
+    // maps and long convolutions, so the map stream keeps its head start where it needs it).
+    if (lookahead_ > 1) {
+      size_t best = peak_live_bytes(req, 256);
+      for (size_t j = map_order_.size(); j-- > size_t(lookahead_);) {
+        const int m = map_order_[j];
+        const int old = release_node_[size_t(m)];
+        const int later = an_.maps[size_t(map_order_[j - 1])].first_node;
+        if (later <= old) continue;
+        release_node_[size_t(m)] = later;
+        std::vector<BufferRequest> r2;
+        std::vector<std::string> l2;
+        collect_requests(batch, r2, l2);
+        const size_t p = peak_live_bytes(r2, 256);
+        if (p < best)
+          best = p;
+        else
+          release_node_[size_t(m)] = old;
+      }
+      req.clear();
+      req_label.clear();
+      collect_requests(batch, req, req_label);  // the request ids of the kept release points
+    }
+    place_arena(batch, req, req_label);
+  }
+
+  /// Every buffer the forward needs (site indices, kernel maps, row orders, activations, input
+  /// staging) with its lifetime in node steps under the current release points; records the
+  /// request ids in sites_, map_req_, sort_ and value_req_.
+  void collect_requests(int batch, std::vector<BufferRequest>& req, std::vector<std::string>& req_label) {
+    const Graph& g = *graph_;
+    const int end = int(g.nodes.size());
     std::string label;
     auto add_req = [&](size_t bytes, int first, int last) {
       req.push_back({bytes, first, std::max(first, last)});
@@ -909,29 +975,34 @@ class CudaEngine final : public Engine {
       map_req_[m] = add_req(size_t(sites_[size_t(ms.out_sites)].cap) * size_t(ms.kernel_volume()) * 4,
                             release_node_[m], last);
     }
-    // Row order by neighbour mask (K <= 32): masks, sort scratch (build time only) and the order.
+    // Row order by neighbour mask (K <= 32): masks and bucket scratch while the map is built, the
+    // order for as long as its convs run.
     sort_.assign(an_.maps.size(), SortPlan{});
-    int64_t iota_n = 0;
-    for (size_t m = 0; m < an_.maps.size() && sort_rows_ && !force_gemm_; ++m) {
+    for (size_t j = 0; j < map_order_.size() && sort_rows_ != RowSort::Off && !force_gemm_; ++j) {
+      const size_t m = size_t(map_order_[j]);
       const MapSlot& ms = an_.maps[m];
       const int K = ms.kernel_volume();
       if (K > 32 || K < 2) continue;
+      if (sort_rows_ == RowSort::Auto) {
+        int cin_max = 0;
+        for (int n : ms.nodes) cin_max = std::max(cin_max, int(padded(g.nodes[size_t(n)].conv.in_channels)));
+        if (j == 0 || cin_max > 32 || K < 8) continue;
+      }
       SortPlan& sp = sort_[m];
       sp.on = true;
       sp.cap = sites_[size_t(ms.out_sites)].cap;
-      sp.bits = K;
-      sp.temp_bytes = sort_rows_temp_bytes(sp.cap, K);
+      sp.key.K = K;
+      sp.key.k2 = ms.kernel_size[2];
+      sp.key.with_positions = sort_rows_ == RowSort::AllWithPositions;
       int last = ms.first_node;
       for (int n : ms.nodes) last = std::max(last, n);
       const int first = release_node_[m];
       label = detail::concat("map", m, " masks");
       sp.req_masks = add_req(size_t(sp.cap) * 4, first, ms.first_node);
-      label = detail::concat("map", m, " sort scratch");
-      sp.req_keys = add_req(size_t(sp.cap) * 4, first, ms.first_node);
-      sp.req_temp = add_req(sp.temp_bytes, first, ms.first_node);
+      label = detail::concat("map", m, " bucket scratch");
+      sp.req_scratch = add_req(size_t(2 * kRowBuckets) * 4, first, ms.first_node);
       label = detail::concat("map", m, " row order");
       sp.req_order = add_req(size_t(sp.cap) * 4, first, last);
-      iota_n = std::max(iota_n, sp.cap);
     }
     // Activations: one buffer per group, written at its writer's step, alive to the last reader.
     const size_t nv = g.values.size();
@@ -970,9 +1041,16 @@ class CudaEngine final : public Engine {
         value_req_[v] = add_req(bytes[v], first[v], last[v]);
       }
 
+  }
+
+  /// Offsets for the requests in one arena, and every device pointer into it.
+  void place_arena(int batch, const std::vector<BufferRequest>& req, const std::vector<std::string>& req_label) {
+    const Graph& g = *graph_;
+    const size_t nv = g.values.size();
     const MemoryPlan plan = plan_memory(req, 256);
     if (std::getenv("SCN_CUDA_PLAN_TRACE")) {
-      std::fprintf(stderr, "[plan] arena %.2f MB, %zu buffers\n", double(plan.total) / 1e6, req.size());
+      std::fprintf(stderr, "[plan] arena %.2f MB (most bytes alive at one step: %.2f MB), %zu buffers\n",
+                   double(plan.total) / 1e6, double(peak_live_bytes(req, 256)) / 1e6, req.size());
       for (size_t i = 0; i < req.size(); ++i)
         std::fprintf(stderr, "[plan] %3zu %-28s %10.3f MB  steps %3d..%3d  @%.2f MB\n", i, req_label[i].c_str(),
                      double(req[i].bytes) / 1e6, req[i].first, req[i].last, double(plan.offsets[i]) / 1e6);
@@ -1004,14 +1082,8 @@ class CudaEngine final : public Engine {
     for (SortPlan& sp : sort_) {
       if (!sp.on) continue;
       sp.masks = static_cast<uint32_t*>(at(sp.req_masks));
-      sp.keys = static_cast<uint32_t*>(at(sp.req_keys));
-      sp.temp = at(sp.req_temp);
+      sp.scratch = static_cast<uint32_t*>(at(sp.req_scratch));
       sp.order = static_cast<int32_t*>(at(sp.req_order));
-    }
-    if (iota_n > 0) {
-      iota_.alloc(size_t(iota_n) * 4);
-      launch_iota(iota_.get<int32_t>(), iota_n, own_stream_);
-      SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
     }
     value_ptr_.assign(nv, nullptr);
     for (size_t v = 0; v < nv; ++v) value_ptr_[v] = at(value_req_[size_t(root(int(v)))]);
@@ -1113,7 +1185,7 @@ class CudaEngine final : public Engine {
         }
         if (a.residual && a.residual == a.y) a.y = scratch.get();  // in place: keep the identity intact
         launch_igemm(id, a, sm_count_, own_stream_);  // warm-up
-        std::vector<float> t(3);
+        std::vector<float> t(5);
         for (float& v : t) {
           SCN_CUDA_CHECK(cudaEventRecord(e0, own_stream_));
           launch_igemm(id, a, sm_count_, own_stream_);
@@ -1121,12 +1193,12 @@ class CudaEngine final : public Engine {
           SCN_CUDA_CHECK(cudaEventSynchronize(e1));
           SCN_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
         }
-        std::sort(t.begin(), t.end());
+        std::sort(t.begin(), t.end());  // the median of five launches
         if (trace)
           std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
-                       igemm_config(id).name, double(t[1]));
-        if (t[1] < best_ms) {
-          best_ms = t[1];
+                       igemm_config(id).name, double(t[2]));
+        if (t[2] < best_ms) {
+          best_ms = t[2];
           best = id;
           best_wt = std::move(wt);
         }
@@ -1255,9 +1327,8 @@ class CudaEngine final : public Engine {
         const int v = g.inputs[size_t(st.slot)];
         SiteInfo& si = sites_[size_t(an_.value_sites[size_t(v)])];
         SCN_CUDA_CHECK(cudaMemsetAsync(si.dev.bits, 0, size_t(si.words) * 8, s));
-        launch_input_sites(in.raw_idx.get<int32_t>(), si.dev, err_of(st.node), sm_count_, s);
-        launch_input_features(in.raw_feat.get(), in.raw_fp32, in.channels, int(padded(in.channels)), si.dev.count,
-                              si.cap, value_ptr(v), err_of(st.node), sm_count_, s);
+        launch_input_sites_features(in.raw_idx.get<int32_t>(), in.raw_feat.get(), in.raw_fp32, in.channels,
+                                    int(padded(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s);
         launch_rank(si.dev, false, nullptr, sm_count_, s);
         launch_build_perm(si.dev, sm_count_, s);
         return;
@@ -1290,8 +1361,8 @@ class CudaEngine final : public Engine {
         }
         const SortPlan& sp = sort_[size_t(st.slot)];
         if (sp.on)
-          launch_sort_rows(sp.masks, sites_[size_t(m.out_sites)].dev.count, sp.cap, sp.bits, iota_.get<int32_t>(), sp.keys,
-                           sp.order, sp.temp, sp.temp_bytes, s);
+          launch_bucket_rows(sp.masks, sites_[size_t(m.out_sites)].dev.count, sp.cap, sp.key, sp.scratch, sp.order,
+                             sm_count_, s);
         return;
       }
       case StepKind::Conv: {
@@ -1401,6 +1472,7 @@ class CudaEngine final : public Engine {
     a.act = c.act;
     a.alpha = c.alpha;
     a.relu_after = c.relu_after;
+    a.map_sync = map_sync_;
     return a;
   }
 
@@ -1561,16 +1633,17 @@ class CudaEngine final : public Engine {
   cudaStream_t side_stream_ = nullptr;
   int lookahead_ = 2;
   std::vector<int> release_node_, map_order_;
+  std::vector<int> release_base_;  // release points before plan_arena's memory-aware delays
   std::vector<cudaEvent_t> ev_release_, ev_built_;
   cudaEvent_t ev_join_ = nullptr;
   bool force_gemm_ = false;
   std::string forced_cfg_;
   bool use_graph_ = true;
   bool autotune_ = true;
+  bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
   int deep_split_ = 1;  // split-K cluster size for layers with >= 64 output channels
-  bool sort_rows_ = false;  // SCN_CUDA_SORT_ROWS=1: rows of every map (K <= 32) in neighbour-mask order
+  RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask
   std::vector<SortPlan> sort_;
-  DevMem iota_;
   bool tuned_ = false;
 
   std::vector<std::vector<int>> consumers_;

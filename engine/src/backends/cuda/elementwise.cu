@@ -54,6 +54,16 @@ __global__ void zero_columns_kernel(__half* __restrict__ y, int yp, int c0, cons
   }
 }
 
+/// Source coordinate k (0 batch, 1 channel, 2..4 spatial) from the output axis values q[j]: the
+/// axis j with out_axis[j] == k. Unrolled selects instead of a runtime-indexed array, which would
+/// put the array in local memory (and make the driver reserve local memory for every thread).
+__device__ __forceinline__ int src_coord(const int (&q)[5], const int (&out_axis)[5], int k) {
+  int v = 0;
+#pragma unroll
+  for (int j = 0; j < 5; ++j) v = out_axis[j] == k ? q[j] : v;
+  return v;
+}
+
 struct DensifyPlan {
   DensifyArgs a;
   int jc;          // output axis holding the channels
@@ -70,7 +80,7 @@ __global__ void densify_kernel(const DensifyPlan p) {
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int g = int(t / p.npos);
     int64_t rem = t - int64_t(g) * p.npos;
-    int src[5] = {0, 0, 0, 0, 0};
+    int q[5] = {0, 0, 0, 0, 0};
     int64_t off = 0, stride = 1;
 #pragma unroll
     for (int j = 4; j >= 0; --j) {
@@ -78,13 +88,13 @@ __global__ void densify_kernel(const DensifyPlan p) {
         stride *= a.out_size[j];
         continue;
       }
-      const int64_t q = rem % a.out_size[j];
+      q[j] = int(rem % a.out_size[j]);
       rem /= a.out_size[j];
-      src[a.out_axis[j]] = int(q);
-      off += q * stride;
+      off += q[j] * stride;
       stride *= a.out_size[j];
     }
-    const int32_t row = site_lookup(a.sites, src[0], src[2], src[3], src[4]);
+    const int32_t row = site_lookup(a.sites, src_coord(q, a.out_axis, 0), src_coord(q, a.out_axis, 2),
+                                    src_coord(q, a.out_axis, 3), src_coord(q, a.out_axis, 4));
     const int c0 = g * 8;
     alignas(16) __half v[8];
     if (row >= 0) {
@@ -108,11 +118,10 @@ __global__ void densify4_kernel(const DensifyPlan p) {
   __half* __restrict__ y = static_cast<__half*>(a.y);
   const int64_t quads = p.npos / 4;
   const int64_t total = quads * p.groups;
-  const int ax_last = a.out_axis[4];
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int g = int(t / quads);
     int64_t rem = (t - int64_t(g) * quads) * 4;
-    int src[5] = {0, 0, 0, 0, 0};
+    int q[5] = {0, 0, 0, 0, 0};
     int64_t off = 0, stride = 1;
 #pragma unroll
     for (int j = 4; j >= 0; --j) {
@@ -120,19 +129,18 @@ __global__ void densify4_kernel(const DensifyPlan p) {
         stride *= a.out_size[j];
         continue;
       }
-      const int64_t q = rem % a.out_size[j];
+      q[j] = int(rem % a.out_size[j]);
       rem /= a.out_size[j];
-      src[a.out_axis[j]] = int(q);
-      off += q * stride;
+      off += q[j] * stride;
       stride *= a.out_size[j];
     }
     const int c0 = g * 8;
     alignas(16) __half v[4][8];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      int s2[5] = {src[0], src[1], src[2], src[3], src[4]};
-      s2[ax_last] += e;
-      const int32_t row = site_lookup(a.sites, s2[0], s2[2], s2[3], s2[4]);
+      int qe[5] = {q[0], q[1], q[2], q[3], q[4] + e};  // axis 4 (innermost output axis) is spatial here
+      const int32_t row = site_lookup(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
+                                      src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
       if (row >= 0) {
         *reinterpret_cast<uint4*>(v[e]) = *reinterpret_cast<const uint4*>(x + int64_t(row) * a.cp + c0);
       } else {

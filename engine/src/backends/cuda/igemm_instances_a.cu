@@ -6,12 +6,8 @@ namespace scn::cuda::igemm {
 
 void add_instances_a(std::vector<Instance>& v) {
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, false, 1, 1>("igemm m128n16k16s4"));
-  v.push_back(make_instance<128, 16, 16, 4, 1, 3, false, 1, 1>("igemm m128n16k16s3"));
-  v.push_back(make_instance<64, 16, 16, 2, 1, 4, false, 1, 1>("igemm m64n16k16s4"));
-  v.push_back(make_instance<64, 16, 16, 2, 1, 4, false, 1, 8>("igemm m64n16k16s4r8"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 3, false, 1, 6>("igemm m128n16k16s3r6"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 3, false, 4, 1>("igemm m128n16k16s3g4"));
-  v.push_back(make_instance<64, 16, 16, 2, 1, 4, false, 2, 1>("igemm m64n16k16s4g2"));
   v.push_back(make_instance<128, 16, 32, 4, 1, 3, false, 1, 1>("igemm m128n16k32s3"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, true, 1, 1>("igemm m128n16k16s4t"));
 }

@@ -6,14 +6,9 @@ namespace scn::cuda::igemm {
 
 void add_instances_b(std::vector<Instance>& v) {
   v.push_back(make_instance<128, 32, 32, 4, 1, 4, false, 1, 1>("igemm m128n32k32s4"));
-  v.push_back(make_instance<64, 32, 32, 2, 1, 4, false, 1, 1>("igemm m64n32k32s4"));
-  v.push_back(make_instance<64, 32, 32, 2, 1, 3, false, 1, 7>("igemm m64n32k32s3r7"));
-  v.push_back(make_instance<128, 32, 32, 4, 1, 3, false, 1, 1>("igemm m128n32k32s3"));
   v.push_back(make_instance<128, 32, 16, 4, 1, 4, false, 1, 1>("igemm m128n32k16s4"));
   v.push_back(make_instance<128, 32, 16, 4, 1, 3, false, 2, 1>("igemm m128n32k16s3g2"));
-  v.push_back(make_instance<64, 32, 32, 2, 1, 3, false, 2, 1>("igemm m64n32k32s3g2"));
   v.push_back(make_instance<128, 32, 32, 4, 1, 4, true, 1, 1>("igemm m128n32k32s4t"));
-  v.push_back(make_instance<128, 32, 32, 4, 1, 3, true, 2, 1>("igemm m128n32k32s3tg2"));
 }
 
 }  // namespace scn::cuda::igemm

@@ -7,11 +7,8 @@ namespace scn::cuda::igemm {
 void add_instances_c(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 64, 32, 2, 2, 3, true, 1, 1>("igemm m64n64k32s3t"));
   v.push_back(make_instance<64, 64, 32, 2, 2, 4, true, 1, 1>("igemm m64n64k32s4t"));
-  v.push_back(make_instance<128, 64, 32, 2, 2, 3, true, 1, 1>("igemm m128n64k32s3t"));
-  v.push_back(make_instance<64, 64, 64, 2, 2, 3, true, 1, 1>("igemm m64n64k64s3t"));
   v.push_back(make_instance<64, 64, 16, 2, 2, 3, false, 1, 1>("igemm m64n64k16s3"));
   v.push_back(make_instance<64, 64, 32, 2, 2, 3, false, 1, 1>("igemm m64n64k32s3"));
-  v.push_back(make_instance<64, 64, 32, 2, 2, 3, true, 2, 1>("igemm m64n64k32s3tg2"));
 }
 
 }  // namespace scn::cuda::igemm

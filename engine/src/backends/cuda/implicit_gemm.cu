@@ -20,6 +20,7 @@ std::vector<Instance>& instances() {
     igemm::add_instances_c(all);
     igemm::add_instances_d(all);
     igemm::add_instances_e(all);
+    igemm::add_instances_f(all);
     return all;
   }();
   return v;

@@ -3,6 +3,8 @@
 //   subm:     in = o + (r - K/2) * dil                           on the same site set
 //   strided:  in = o * st - p + r * dil                          on the conv's input set
 //   inverse:  out = (i + p - r * dil) / st when divisible, for i on the strided conv's input set
+#include <cstdlib>
+
 #include "backends/cuda/common.cuh"
 
 namespace scn::cuda {
@@ -53,6 +55,65 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock) map_kernel(SiteIndex rows,
   }
 }
 
+// Submanifold map of an input set (user row order through perm) with odd kernel sizes and K <= 31,
+// using the symmetry d(K-1-k) = -d(k): if row o finds row i at offset k < K/2, then row i finds
+// row o at offset K-1-k. Two rows per warp, one half-warp (16 lanes) per row; lane j < K/2 does the
+// full lookup for offset j, writes out_in[o*K + j] and, when found (i), out_in[i*K + K-1-j] = o;
+// it also tests the bit of offset K-1-j (one load, no rank) and writes -1 there when absent, so
+// every entry is written exactly once. Lane K/2 looks the row itself up (the centre offset), in
+// parallel with the other lanes' lookups. A row whose own lookup is not itself (outside the grid,
+// or a duplicate that lost the perm slot) takes every offset by a full lookup, as the general
+// kernel does, and is never written by others: the map is bitwise identical to map_kernel<Subm>.
+// Valid only when every set bit has rank < cap (input sets).
+__global__ void __launch_bounds__(32 * kRowsPerBlock) subm_sym_kernel(SiteIndex s, MapGeom g,
+                                                                     int32_t* __restrict__ out_in) {
+  const int K = g.K();
+  const int half = K / 2;
+  const int lane = int(threadIdx.x);
+  const int j = lane & 15;
+  const int64_t n = rows_of(s.count, s.cap);
+  constexpr int kRows = 2 * kRowsPerBlock;
+  // o0 is warp-uniform (every lane runs the same iterations: the shuffle below needs all 32)
+  for (int64_t o0 = int64_t(blockIdx.x) * kRows + threadIdx.y * 2; o0 < n; o0 += int64_t(gridDim.x) * kRows) {
+    const int64_t o = o0 + (lane >> 4);
+    const bool live = o < n;
+    const int4 c = live ? s.coords[o] : make_int4(-1, 0, 0, 0);
+    int32_t v = -1;
+    bool present = true;
+    if (live && j <= half) {
+      const int r0 = j / (g.k1 * g.k2), r1 = (j / g.k2) % g.k1, r2 = j % g.k2;
+      const int a0 = (r0 - g.k0 / 2) * g.d0, a1 = (r1 - g.k1 / 2) * g.d1, a2 = (r2 - g.k2 / 2) * g.d2;
+      if (j < half) {
+        // mirrored offset K-1-j = -d(j): bit test only (its value comes from the neighbour's lane)
+        const int m0 = c.y - a0, m1 = c.z - a1, m2 = c.w - a2;
+        present = false;
+        if (site_in_grid(s, c.x, m0, m1, m2)) {
+          const int64_t key = site_key(s, c.x, m0, m1, m2);
+          present = (__ldg(s.bits + (key >> 6)) >> (key & 63)) & 1;
+        }
+      }
+      v = site_lookup(s, c.x, c.y + a0, c.z + a1, c.w + a2);  // j == half: the row itself
+    }
+    const int32_t self = __shfl_sync(0xffffffffu, v, (lane & 16) | half);
+    if (!live) continue;
+    if (self == int32_t(o)) {
+      if (j < half) {
+        out_in[o * K + j] = v;
+        if (v >= 0) out_in[int64_t(v) * K + (K - 1 - j)] = int32_t(o);
+        if (!present) out_in[o * K + (K - 1 - j)] = -1;
+      } else if (j == half) {
+        out_in[o * K + j] = v;
+      }
+    } else {
+      for (int k = j; k < K; k += 16) {
+        const int r0 = k / (g.k1 * g.k2), r1 = (k / g.k2) % g.k1, r2 = k % g.k2;
+        out_in[o * K + k] = site_lookup(s, c.x, c.y + (r0 - g.k0 / 2) * g.d0, c.z + (r1 - g.k1 / 2) * g.d1,
+                                        c.w + (r2 - g.k2 / 2) * g.d2);
+      }
+    }
+  }
+}
+
 int map_grid(int64_t cap, int sm) {
   const int64_t need = (cap + kRowsPerBlock - 1) / kRowsPerBlock;
   const int64_t most = int64_t(sm) * 32;
@@ -62,6 +123,17 @@ int map_grid(int64_t cap, int sm) {
 }  // namespace
 
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, int sm, cudaStream_t st) {
+  // symmetric variant: input sets (perm: every set bit has rank < count <= cap), odd kernel sizes
+  // (d(K-1-k) = -d(k)), K <= 31 (half a warp per row), no neighbour masks wanted (row sort off)
+  const bool sym = std::getenv("SCN_CUDA_SUBM_SYM") == nullptr || std::atoi(std::getenv("SCN_CUDA_SUBM_SYM")) != 0;
+  if (sym && s.perm && !masks && (g.k0 & 1) && (g.k1 & 1) && (g.k2 & 1) && g.K() <= 31) {
+    const int64_t need = (s.cap + 2 * kRowsPerBlock - 1) / (2 * kRowsPerBlock);
+    const int64_t most = int64_t(sm) * 32;
+    const int grid = int(need < 1 ? 1 : (need < most ? need : most));
+    subm_sym_kernel<<<grid, dim3(32, kRowsPerBlock), 0, st>>>(s, g, out_in);
+    SCN_CUDA_LAUNCHED();
+    return;
+  }
   map_kernel<MapMode::Subm><<<map_grid(s.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(s, s, g, out_in, masks);
   SCN_CUDA_LAUNCHED();
 }

@@ -74,6 +74,9 @@ void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, i
 /// the padding) and flags non-finite values.
 void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const int* count, int64_t cap,
                            void* out, ErrSlot* err, int sm_count, cudaStream_t st);
+/// launch_input_sites and launch_input_features in one kernel (one thread per row).
+void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
+                                 SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st);
 /// Marks the output sites of a strided conv in `out.bits`.
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, cudaStream_t st);
 /// Popcount prefix of out.bits; `block_tmp` holds rank_blocks(words) uint32. When `set_count`,
@@ -97,13 +100,18 @@ void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
                         cudaStream_t st);
 
 // ---- sort.cu ----------------------------------------------------------------------------------
-/// Scratch bytes of a row sort over `cap` rows.
-size_t sort_rows_temp_bytes(int64_t cap, int bits);
-/// The rows of a map sorted by neighbour mask (stable, so deterministic): masks[cap] of the rows
-/// below *count, the rest set to all ones first (they sort last); order[cap] receives the row ids.
-void launch_sort_rows(uint32_t* masks, const int* count, int64_t cap, int bits, const int32_t* iota,
-                      uint32_t* keys_out, int32_t* order, void* temp, size_t temp_bytes, cudaStream_t st);
-void launch_iota(int32_t* p, int64_t n, cudaStream_t st);
+inline constexpr int kRowKeyBits = 12;
+inline constexpr int kRowBuckets = 1 << kRowKeyBits;
+/// How a row's neighbour mask reduces to its bucket (see sort.cu).
+struct RowKey {
+  int K = 0;                    ///< kernel volume (mask bits)
+  int k2 = 1;                   ///< kernel size along the innermost axis (a "line" of offsets)
+  bool with_positions = false;  ///< also key on which positions along the line are used
+};
+/// Counting sort of the live rows by bucket: order[0 .. *count) receives the row ids, grouped by
+/// bucket in ascending bucket order. hist_cursor: 2 x kRowBuckets scratch words (cleared here).
+void launch_bucket_rows(const uint32_t* masks, const int* count, int64_t cap, RowKey rk, uint32_t* hist_cursor,
+                        int32_t* order, int sm_count, cudaStream_t st);
 
 // ---- implicit_gemm.cu -------------------------------------------------------------------------
 enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };
@@ -128,6 +136,7 @@ struct ConvArgs {
   Act act = Act::None;
   float alpha = 0.f;
   bool relu_after = false;        ///< ReLU after the residual add
+  bool map_sync = false;          ///< stage the tile's map with plain loads (SCN_CUDA_MAP_STAGE=sync)
 };
 
 struct IgemmConfig {

@@ -34,6 +34,49 @@ __global__ void input_sites_kernel(const int4* __restrict__ raw, SiteIndex s, Er
   }
 }
 
+// input_sites_kernel and input_features_kernel in one launch (one kernel less on the critical
+// path): thread i validates and inserts row i, then converts its C features into cp padded halves.
+template <bool kFp32>
+__global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C,
+                                            int cp, __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
+  const int64_t n = rows_of(s.count, s.cap);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 r = raw[i];
+    s.coords[i] = r;
+    for (int c0 = 0; c0 < cp; c0 += 8) {
+      alignas(16) __half v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int c = c0 + j;
+        float f = 0.f;
+        if (c < C) {
+          f = kFp32 ? static_cast<const float*>(feat)[i * C + c]
+                    : __half2float(static_cast<const __half*>(feat)[i * C + c]);
+          if (!isfinite(f)) {
+            record_error(err + kErrNonFinite, i, c, 0);
+            f = 0.f;
+          }
+        }
+        v[j] = __float2half_rn(f);
+      }
+      *reinterpret_cast<uint4*>(out + i * cp + c0) = *reinterpret_cast<const uint4*>(v);
+    }
+    if (r.x < 0 || r.x >= s.batch) {
+      record_error(err + kErrBatch, i, 0, 0);
+      continue;
+    }
+    if (!site_in_grid(s, r.x, r.y, r.z, r.w)) {
+      record_error(err + kErrRange, i, 0, 0);
+      continue;
+    }
+    const int64_t key = site_key(s, r.x, r.y, r.z, r.w);
+    const unsigned long long bit = 1ull << (key & 63);
+    const unsigned long long old =
+        atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
+    if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
+  }
+}
+
 template <bool kFp32>
 __global__ void input_features_kernel(const void* __restrict__ raw, int C, int cp, const int* count, int64_t cap,
                                       __half* __restrict__ out, ErrSlot* err) {
@@ -64,31 +107,35 @@ __global__ void input_features_kernel(const void* __restrict__ raw, int C, int c
 
 // One thread per input row: per axis the offsets that land on an output coordinate (a few
 // divisions per axis instead of per offset), then one bit per (row, offset) combination.
-constexpr int kMarkAxis = 8;
+constexpr int kMarkAxis = 32;  // taps per axis held in a 32-bit mask
 
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
     if (!site_in_grid(in, c.x, c.y, c.z, c.w)) continue;
-    int o0[kMarkAxis], o1[kMarkAxis], o2[kMarkAxis];
-    int n0 = 0, n1 = 0, n2 = 0;
+    // Kernel taps r whose output coordinate is whole and inside the grid, as bit masks (no local
+    // arrays: a stack frame would make the driver reserve local memory for every resident thread).
+    uint32_t m0 = 0, m1 = 0, m2 = 0;
     for (int r = 0; r < g.k0; ++r) {
       const int t = c.y + g.p0 - r * g.d0;
-      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) o0[n0++] = t / g.st0;
+      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) m0 |= 1u << r;
     }
     for (int r = 0; r < g.k1; ++r) {
       const int t = c.z + g.p1 - r * g.d1;
-      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) o1[n1++] = t / g.st1;
+      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) m1 |= 1u << r;
     }
     for (int r = 0; r < g.k2; ++r) {
       const int t = c.w + g.p2 - r * g.d2;
-      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) o2[n2++] = t / g.st2;
+      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) m2 |= 1u << r;
     }
-    for (int a = 0; a < n0; ++a)
-      for (int b = 0; b < n1; ++b)
-        for (int e = 0; e < n2; ++e) {
-          const int64_t key = site_key(out, c.x, o0[a], o1[b], o2[e]);
+    for (uint32_t a = m0; a; a &= a - 1u)
+      for (uint32_t b = m1; b; b &= b - 1u)
+        for (uint32_t e = m2; e; e &= e - 1u) {
+          const int o0 = (c.y + g.p0 - (__ffs(a) - 1) * g.d0) / g.st0;
+          const int o1 = (c.z + g.p1 - (__ffs(b) - 1) * g.d1) / g.st1;
+          const int o2 = (c.w + g.p2 - (__ffs(e) - 1) * g.d2) / g.st2;
+          const int64_t key = site_key(out, c.x, o0, o1, o2);
           const unsigned long long bit = 1ull << (key & 63);
           atomicOr(reinterpret_cast<unsigned long long*>(out.bits + (key >> 6)), bit);
         }
@@ -208,6 +255,17 @@ __global__ void build_perm_kernel(SiteIndex s) {
 
 void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
   input_sites_kernel<<<grid_for(s.cap, 256, sm), 256, 0, st>>>(reinterpret_cast<const int4*>(raw_indices), s, err);
+  SCN_CUDA_LAUNCHED();
+}
+
+void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
+                                 SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
+  const int g = grid_for(s.cap, 256, sm);
+  const int4* ri = reinterpret_cast<const int4*>(raw_indices);
+  if (raw_fp32)
+    input_sites_features_kernel<true><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
+  else
+    input_sites_features_kernel<false><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
   SCN_CUDA_LAUNCHED();
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the GPU tests, one device call (after scripts/gpu_check.sh built build-gpu,
+# or it builds it): memcheck on every CUDA test, racecheck and initcheck on the CUDA tests and the
+# CUDA variants of the robustness tests (concurrency, determinism). A tool's report fails the run
+# (--error-exitcode). Logs: $OUT/sanitize_<tool>.log, summary in $OUT/sanitize.log.
+#
+#   bash scripts/gpu_sanitize.sh            # on the device machine, from the repository root
+# Environment: SCN_SANITIZE_TOOLS (default "memcheck racecheck initcheck"),
+# SCN_SANITIZE_TIMEOUT (seconds per binary and tool, default 280).
+# Filters (racecheck and initcheck slow the kernels 100x or more):
+#   memcheck   every CUDA test, and every CUDA case of test_robustness (soak: 4 frames)
+#   racecheck  SCN_RACECHECK_FILTER: the conv cases (every channel count, kernel shape, stride,
+#              padding, dilation, batch), inverse conv, densify tails, empty/one voxel, overflow,
+#              device inputs; the fusions and the every-tile-config sweep are left to memcheck
+#   initcheck  SCN_INITCHECK_FILTER: all but the real frame and the gather-GEMM (cuBLAS) cases:
+#              cuBLAS's Hopper GEMM kernels write their output with TMA bulk stores, which
+#              initcheck does not see, so every later read of a cuBLAS result is reported as
+#              uninitialised (memcheck is clean there and the results match the CPU bit for bit).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/gpu_out}
+BUILD=${SCN_BUILD_DIR:-$ROOT/build-gpu}
+mkdir -p "$OUT"
+if [ ! -x "$BUILD/tests/cuda/scn_cuda_tests" ]; then
+  SCN_SKIP_TESTS=1 SCN_SKIP_ZOO=1 SCN_SKIP_BENCH=1 bash scripts/gpu_check.sh > /dev/null 2>&1
+fi
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+TOOLS=${SCN_SANITIZE_TOOLS:-memcheck racecheck initcheck}
+RACE_FILTER=${SCN_RACECHECK_FILTER:-All/CudaConv.MatchesCpuReference/*:CudaBackend.InverseConv:CudaBackend.DensifyTails:CudaBackend.EmptyOneVoxelAndBatch:CudaBackend.CapacityOverflowIsReported:CudaBackend.DeviceInputsAndDeviceValidation}
+INIT_FILTER=${SCN_INITCHECK_FILTER:-*:-*RealFrame*:*GatherGemm*}
+LIMIT=${SCN_SANITIZE_TIMEOUT:-280}
+: > "$OUT/sanitize.log"
+for tool in $TOOLS; do
+  t0=$(date +%s)
+  log="$OUT/sanitize_$tool.log"
+  case "$tool" in
+    memcheck) f="*"; rf="*Cuda*" ;;
+    racecheck) f="$RACE_FILTER"; rf="*Concurrency*Cuda*:*Determinism*Cuda*" ;;
+    *) f="$INIT_FILTER"; rf="*Cuda*" ;;
+  esac
+  {
+    echo "== $tool: scn_cuda_tests --gtest_filter=$f"
+    ( cd "$BUILD/tests/cuda" && timeout "$LIMIT" "$CS" --tool "$tool" --error-exitcode 97 \
+        ./scn_cuda_tests --gtest_filter="$f" --gtest_color=no )
+    echo "rc $?"
+    echo "== $tool: test_robustness --gtest_filter=$rf"
+    ( cd "$BUILD/tests/robustness" && SCN_SOAK_FRAMES=4 timeout "$LIMIT" "$CS" --tool "$tool" --error-exitcode 97 \
+        ./test_robustness --gtest_filter="$rf" --gtest_color=no )
+    echo "rc $?"
+  } > "$log" 2>&1
+  {
+    echo "$tool ($(( $(date +%s) - t0 )) s):"
+    grep -E "^== |^rc |ERROR SUMMARY|PASSED|FAILED|Hazard|Invalid|Uninitialized|RACECHECK SUMMARY" "$log" | awk '!seen[$0]++' | head -30
+  } >> "$OUT/sanitize.log"
+done
+cat "$OUT/sanitize.log"
