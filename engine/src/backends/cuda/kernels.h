@@ -66,15 +66,9 @@ struct MapGeom {
 };
 
 // ---- site_index.cu ----------------------------------------------------------------------------
-/// Reads N = *count raw rows (indices int32 [N,4]), validates them (errors recorded for `node`),
-/// writes coords and sets the bitmap bits (duplicates detected by the atomic OR).
-void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, int sm_count,
-                        cudaStream_t st);
-/// Converts raw features ([N, C] float16 or float32) into padded float16 rows [N, cp] (zeros in
-/// the padding) and flags non-finite values.
-void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const int* count, int64_t cap,
-                           void* out, ErrSlot* err, int sm_count, cudaStream_t st);
-/// launch_input_sites and launch_input_features in one kernel (one thread per row).
+/// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
+/// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
+/// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`.
 void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
                                  SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st);
 /// Marks the output sites of a strided conv in `out.bits`.

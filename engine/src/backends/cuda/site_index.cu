@@ -13,29 +13,8 @@ namespace scn::cuda {
 
 namespace {
 
-__global__ void input_sites_kernel(const int4* __restrict__ raw, SiteIndex s, ErrSlot* err) {
-  const int64_t n = rows_of(s.count, s.cap);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int4 r = raw[i];
-    s.coords[i] = r;
-    if (r.x < 0 || r.x >= s.batch) {
-      record_error(err + kErrBatch, i, 0, 0);
-      continue;
-    }
-    if (!site_in_grid(s, r.x, r.y, r.z, r.w)) {
-      record_error(err + kErrRange, i, 0, 0);
-      continue;
-    }
-    const int64_t key = site_key(s, r.x, r.y, r.z, r.w);
-    const unsigned long long bit = 1ull << (key & 63);
-    const unsigned long long old =
-        atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
-    if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
-  }
-}
-
-// input_sites_kernel and input_features_kernel in one launch (one kernel less on the critical
-// path): thread i validates and inserts row i, then converts its C features into cp padded halves.
+// The input step in one launch: thread i converts row i's C features into cp padded halves
+// (flagging non-finite values), then validates its coordinates and inserts the site.
 template <bool kFp32>
 __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C,
                                             int cp, __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
@@ -74,34 +53,6 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
     const unsigned long long old =
         atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
     if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
-  }
-}
-
-template <bool kFp32>
-__global__ void input_features_kernel(const void* __restrict__ raw, int C, int cp, const int* count, int64_t cap,
-                                      __half* __restrict__ out, ErrSlot* err) {
-  const int64_t n = rows_of(count, cap);
-  const int chunks = cp / 8;
-  const int64_t total = n * chunks;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t row = t / chunks;
-    const int c0 = int(t - row * chunks) * 8;
-    alignas(16) __half v[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int c = c0 + j;
-      float f = 0.f;
-      if (c < C) {
-        f = kFp32 ? static_cast<const float*>(raw)[row * C + c]
-                  : __half2float(static_cast<const __half*>(raw)[row * C + c]);
-        if (!isfinite(f)) {
-          record_error(err + kErrNonFinite, row, c, 0);
-          f = 0.f;
-        }
-      }
-      v[j] = __float2half_rn(f);
-    }
-    *reinterpret_cast<uint4*>(out + row * cp + c0) = *reinterpret_cast<const uint4*>(v);
   }
 }
 
@@ -253,11 +204,6 @@ __global__ void build_perm_kernel(SiteIndex s) {
 
 }  // namespace
 
-void launch_input_sites(const int32_t* raw_indices, SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
-  input_sites_kernel<<<grid_for(s.cap, 256, sm), 256, 0, st>>>(reinterpret_cast<const int4*>(raw_indices), s, err);
-  SCN_CUDA_LAUNCHED();
-}
-
 void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
                                  SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
   const int g = grid_for(s.cap, 256, sm);
@@ -266,16 +212,6 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
     input_sites_features_kernel<true><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
   else
     input_sites_features_kernel<false><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
-  SCN_CUDA_LAUNCHED();
-}
-
-void launch_input_features(const void* raw, bool raw_fp32, int C, int cp, const int* count, int64_t cap, void* out,
-                           ErrSlot* err, int sm, cudaStream_t st) {
-  const int g = grid_for(cap * (cp / 8), 256, sm);
-  if (raw_fp32)
-    input_features_kernel<true><<<g, 256, 0, st>>>(raw, C, cp, count, cap, static_cast<__half*>(out), err);
-  else
-    input_features_kernel<false><<<g, 256, 0, st>>>(raw, C, cp, count, cap, static_cast<__half*>(out), err);
   SCN_CUDA_LAUNCHED();
 }
 
