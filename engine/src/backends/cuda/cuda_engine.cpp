@@ -59,17 +59,18 @@ constexpr int64_t kGemmChunk = 65536;           // rows per cuBLAS call on the g
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Owned device memory.
-class DevMem {
+/// Owned CUDA memory: device (cudaMalloc) or pinned host (cudaMallocHost) by `Pinned`.
+template <bool Pinned>
+class CudaMem {
  public:
-  DevMem() = default;
-  DevMem(const DevMem&) = delete;
-  DevMem& operator=(const DevMem&) = delete;
-  DevMem(DevMem&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+  CudaMem() = default;
+  CudaMem(const CudaMem&) = delete;
+  CudaMem& operator=(const CudaMem&) = delete;
+  CudaMem(CudaMem&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
     o.p_ = nullptr;
     o.bytes_ = 0;
   }
-  DevMem& operator=(DevMem&& o) noexcept {
+  CudaMem& operator=(CudaMem&& o) noexcept {
     if (this != &o) {
       reset();
       p_ = o.p_;
@@ -79,15 +80,26 @@ class DevMem {
     }
     return *this;
   }
-  ~DevMem() { reset(); }
+  ~CudaMem() { reset(); }
   void alloc(size_t bytes) {
     reset();
-    if (bytes == 0) return;
-    SCN_CUDA_CHECK(cudaMalloc(&p_, bytes));
+    if (bytes == 0) {
+      if (!Pinned) return;
+      bytes = 16;  // pinned staging is always addressable
+    }
+    if (Pinned)
+      SCN_CUDA_CHECK(cudaMallocHost(&p_, bytes));
+    else
+      SCN_CUDA_CHECK(cudaMalloc(&p_, bytes));
     bytes_ = bytes;
   }
   void reset() {
-    if (p_) cudaFree(p_);
+    if (p_) {
+      if (Pinned)
+        cudaFreeHost(p_);
+      else
+        cudaFree(p_);
+    }
     p_ = nullptr;
     bytes_ = 0;
   }
@@ -101,48 +113,8 @@ class DevMem {
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
-
-/// Owned pinned host memory.
-class PinnedMem {
- public:
-  PinnedMem() = default;
-  PinnedMem(const PinnedMem&) = delete;
-  PinnedMem& operator=(const PinnedMem&) = delete;
-  PinnedMem(PinnedMem&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
-    o.p_ = nullptr;
-    o.bytes_ = 0;
-  }
-  PinnedMem& operator=(PinnedMem&& o) noexcept {
-    if (this != &o) {
-      reset();
-      p_ = o.p_;
-      bytes_ = o.bytes_;
-      o.p_ = nullptr;
-      o.bytes_ = 0;
-    }
-    return *this;
-  }
-  ~PinnedMem() { reset(); }
-  void alloc(size_t bytes) {
-    reset();
-    if (bytes == 0) bytes = 16;
-    SCN_CUDA_CHECK(cudaMallocHost(&p_, bytes));
-    bytes_ = bytes;
-  }
-  void reset() {
-    if (p_) cudaFreeHost(p_);
-    p_ = nullptr;
-    bytes_ = 0;
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DevMem = CudaMem<false>;
+using PinnedMem = CudaMem<true>;
 
 Act to_act(Activation a) {
   switch (a) {
