@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds (CUDA code included when nvcc exists, for
 # sm_80/86/89/90), runs every test with ctest. GPU tests skip visibly without a GPU.
+# Then scripts/ci_sanitize.sh: a clang CPU build with ASan + UBSan + libFuzzer, the CPU tests on
+# it, and each fuzz target for 60 s. SCN_TEST_SANITIZE=0 skips that stage (quick local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -16,4 +18,11 @@ fi
 start=$(date +%s)
 scripts/build.sh "${extra[@]}" "$@"
 echo "scn: build took $(( $(date +%s) - start )) s"
+start=$(date +%s)
 ctest --test-dir "${SCN_BUILD_DIR:-build}" --output-on-failure -j2 --timeout 900
+echo "scn: ctest took $(( $(date +%s) - start )) s"
+if [ "${SCN_TEST_SANITIZE:-1}" != 0 ]; then
+  scripts/ci_sanitize.sh
+else
+  echo "scn: SCN_TEST_SANITIZE=0: sanitizer and fuzzing stage skipped"
+fi
