@@ -9,6 +9,8 @@
 #   SCN_GTEST_FILTER    gtest filter for the CUDA tests (default: all)
 #   SCN_ONLY_CUDA=1     run only the CUDA test binary
 #   SCN_SKIP_TESTS=1    skip the tests      SCN_SKIP_BENCH=1  skip the benchmark
+#   SCN_SKIP_INT8=1     skip the CenterPoint INT8 check (tests/int8/int8_centerpoint_cuda.sh; SCN_INT8_RUNS)
+#   SCN_SKIP_ZOO=1      skip the zoo models
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_NCU=1           also profile the 21 implicit-GEMM launches of one forward with Nsight Compute
@@ -75,6 +77,15 @@ if [ "${SCN_SKIP_TESTS:-0}" != "1" ]; then
   fi
   echo "tests: $(( $(date +%s) - t1 )) s" | tee -a "$OUT/env.log"
   grep -E "^=====|^\[  PASSED|^\[  FAILED|^\[  SKIPPED \] [0-9]+|tests? ran|real frame" "$OUT/tests.log" | head -80
+fi
+
+if [ "${SCN_SKIP_INT8:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
+  # CenterPoint INT8 on the real frame: CUDA vs the CPU oracle, accuracy vs FP32, INT8 and FP16 timings.
+  t5=$(date +%s)
+  tests/int8/int8_centerpoint_cuda.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-int8 \
+    "${SCN_INT8_RUNS:-500}" > "$OUT/int8.log" 2>&1
+  echo "int8 centerpoint rc $? in $(( $(date +%s) - t5 )) s" | tee -a "$OUT/env.log"
+  grep -E "^==|cosine|identical|latency|workspace|PASS|FAIL" "$OUT/int8.log" | head -60
 fi
 
 if [ "${SCN_SKIP_ZOO:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then

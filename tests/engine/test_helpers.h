@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct SparseInput {
 inline SparseInput random_input(int64_t n, int c, Int3 grid, int batch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::set<std::tuple<int, int, int, int>> used;
+  const int64_t sites = int64_t(batch) * grid[0] * grid[1] * grid[2];
+  if (n > sites)  // distinct sites only: more would never finish
+    throw std::invalid_argument("random_input: " + std::to_string(n) + " voxels do not fit in " +
+                                std::to_string(sites) + " sites");
   SparseInput in;
   in.grid = grid;
   in.batch = batch;

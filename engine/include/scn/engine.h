@@ -141,7 +141,9 @@ class EngineBuilder {
 bool cuda_available();
 
 /// Names of the implicit-GEMM tile configurations compiled into the CUDA backend (the values
-/// SCN_CUDA_IGEMM accepts, e.g. "m64n64k32s4t"); empty in a build without CUDA.
-std::vector<std::string> cuda_tile_configs();
+/// SCN_CUDA_IGEMM accepts): the fp16 ones (e.g. "m64n64k32s4t"), or with Precision::Int8 those of
+/// INT8 engines ("igemm-i8 m64n64k32s4t" on int8 operands, "igemm-q ..." fp16 operands with a
+/// quantizing epilogue). Empty in a build without CUDA.
+std::vector<std::string> cuda_tile_configs(Precision precision = Precision::Fp16);
 
 }  // namespace scn

@@ -354,7 +354,7 @@ std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const 
   Backend b = options.backend;
   // Auto: the GPU for the precisions the CUDA backend implements, the CPU reference otherwise.
   if (b == Backend::Auto)
-    b = cuda_available() && options.precision == Precision::Fp16 ? Backend::Cuda : Backend::Cpu;
+    b = cuda_available() && options.precision != Precision::Fp32 ? Backend::Cuda : Backend::Cpu;
   BuildOptions o = options;
   o.backend = b;
   std::shared_ptr<const Graph> g = graph_;

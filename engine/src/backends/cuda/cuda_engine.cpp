@@ -1,4 +1,4 @@
-// The CUDA backend (docs/cuda_backend.md): FP16 activations, kernel maps built on the GPU
+// The CUDA backend (docs/cuda_backend.md): FP16 and INT8 activations, kernel maps built on the GPU
 // (bitmap + rank site index), implicit GEMM on tensor cores with fused epilogues, one fused
 // densify kernel, one device arena planned with plan_memory, no host synchronisation and no
 // allocation inside forward(), optional CUDA graph capture.
@@ -7,6 +7,10 @@
 //             upload weights, plan capacities, allocate input staging.
 // set_input:  validate and stage the input; (re)plan the arena when the grid or batch changes.
 // forward:    input copy/wait outside the graph, then the captured graph (or the steps directly).
+// INT8:       int8::plan() (shared with the CPU oracle) says which values are stored int8 and on
+//             which grid; int8 convs run the kI8 kernels, fp16 convs touching int8 storage the kF16Q
+//             ones, and a Convert step quantizes / dequantizes a conv's, Concat's or ScatterDense's
+//             input where its storage differs from what the reader takes (docs/int8.md).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -20,6 +24,8 @@
 #include <numeric>
 
 #include "backends/backend_factory.h"
+#include "backends/cpu/int8_arith.h"
+#include "backends/cpu/int8_plan.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
 #include "core/half.h"
@@ -39,10 +45,12 @@ bool cuda_available() {
   return n > 0;
 }
 
-std::vector<std::string> cuda_tile_configs() {
+std::vector<std::string> cuda_tile_configs(Precision precision) {
   std::vector<std::string> names;
   for (int id = 0; id < cuda::igemm_num_configs(); ++id) {
-    std::string n = cuda::igemm_config(id).name;
+    const cuda::IgemmConfig& c = cuda::igemm_config(id);
+    if ((c.mode == 0) != (precision != Precision::Int8)) continue;
+    std::string n = c.name;
     if (n.rfind("igemm ", 0) == 0) n = n.substr(6);
     names.push_back(n);
   }
@@ -183,18 +191,30 @@ int choose_config(int cin_p, int cout_p, int cc, int K, int split) {
   return -1;
 }
 
-/// Candidates the autotuner times for a conv: every compiled config that fits, with an N tile of
-/// the output width (rounded up to a power of two, at most 128) or half of it.
-std::vector<int> tune_candidates(int cin_p, int cout_p, int cc, int K, int split) {
+/// Candidates the autotuner times for a conv: every compiled config of the kernel mode that fits,
+/// with an N tile of the output width (rounded up to a power of two, at most 128) or half of it.
+std::vector<int> tune_candidates(int cin_p, int cout_p, int cc, int K, int split, int mode = 0) {
   int bn = 16;
   while (bn < cout_p && bn < 128) bn *= 2;
   std::vector<int> v;
   for (int id = 0; id < igemm_num_configs(); ++id) {
     const IgemmConfig& c = igemm_config(id);
-    if (c.split != split || !igemm_config_fits(id, cin_p, cc, K)) continue;
+    if (c.split != split || !igemm_config_fits(id, cin_p, cc, K, mode)) continue;
     if (c.bn == bn || (c.bn * 2 == bn && c.bn >= 16)) v.push_back(id);
   }
   return v;
+}
+
+/// INT8 engines' kernels (modes kF16Q / kI8): the heuristic pick before the autotuner runs is the
+/// first candidate, preferring TMA weights on sm_90; any config of the mode that fits otherwise.
+int choose_config_q(int cin_p, int cout_p, int cc, int K, int mode) {
+  const std::vector<int> cands = tune_candidates(cin_p, cout_p, cc, K, 1, mode);
+  for (int id : cands)
+    if (igemm_config(id).tma == (cc >= 9)) return id;
+  if (!cands.empty()) return cands[0];
+  for (int id = 0; id < igemm_num_configs(); ++id)
+    if (igemm_config_fits(id, cin_p, cc, K, mode)) return id;
+  return -1;
 }
 
 /// Which kernel maps get their rows grouped by neighbour mask (SCN_CUDA_SORT_ROWS=0|auto|1|2;
@@ -223,13 +243,31 @@ struct ConvPlan {
   float alpha = 0.f;
   bool relu_after = false;
   int residual = -1;   // value fused as residual (Add)
+  int add_node = -1;   // the fused Add node
+  int add_conv_operand = 0;  // which input of the Add (0 / 1) is the conv's value
   int out_value = -1;  // value the conv writes after fusion
   std::vector<int> absorbed;  // Relu / Add nodes folded into this conv
   int cfg = -1;
   bool gemm = false;
   bool tuned = false;
   int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
-  DevMem w, bias, w_tma;
+  // INT8 engines
+  int mode = 0;          ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
+  int shadow = -1;       ///< converted copy of the input this conv reads (Convert step), or -1
+  int y_stride = 0;      ///< output row stride in its elements
+  DevMem w, bias, w_tma, mult;
+};
+
+/// A converted copy of a value for one reader (INT8 engines): the value quantized onto the
+/// reader's int8 grid, or int8 storage dequantized to fp16.
+struct Shadow {
+  int value = -1;
+  int reader = -1;  ///< the node that reads it (the Convert step runs right before it)
+  bool to_q = false;
+  float inv = 0.f;  ///< to_q: 127 / range
+  int stride = 0;   ///< row stride in its elements
+  int req = -1;
+  void* ptr = nullptr;
 };
 
 struct SiteInfo {
@@ -259,25 +297,25 @@ struct InputSlot {
   bool copy_pending = false;
 };
 
-enum class StepKind { Input, Map, Conv, Add, Relu, Concat, Densify, Permute };
+enum class StepKind { Input, Map, Conv, Add, Relu, Concat, Densify, Permute, Convert };
 
 struct Step {
   StepKind kind;
   int node = -1;  // graph node (Map: first conv of the slot)
-  int slot = -1;  // Map: slot index; Input: input index
+  int slot = -1;  // Map: slot index; Input: input index; Convert: shadow index
 };
 
 class CudaEngine final : public Engine {
  public:
   CudaEngine(std::shared_ptr<const Graph> graph, const BuildOptions& options) : Engine(std::move(graph), options) {
     const Graph& g = *graph_;
-    SCN_CHECK(options.precision != Precision::Int8, g.source,
-              ": precision int8 is not implemented by the CUDA backend yet (build with Precision::Fp16)");
-    SCN_CHECK(options.precision == Precision::Fp16, g.source,
-              ": the CUDA backend stores activations in fp16 only; build it with Precision::Fp16 (fp32 runs on "
-              "the CPU backend)");
-    // An fp16 engine runs every node in fp16 and ignores the nodes' INT8 attributes (docs/int8.md),
-    // so a calibrated model runs here too; only an int8 engine (rejected above) would honour them.
+    SCN_CHECK(options.precision == Precision::Fp16 || options.precision == Precision::Int8, g.source,
+              ": the CUDA backend stores activations in fp16 or int8; build it with Precision::Fp16 or "
+              "Precision::Int8 (fp32 runs on the CPU backend)");
+    // An fp16 engine runs every node in fp16 and ignores the nodes' INT8 attributes (docs/int8.md);
+    // an int8 engine runs every node with its own precision, as int8::plan() states.
+    int8_ = options.precision == Precision::Int8;
+    if (int8_) q_ = int8::plan(g);
     int count = 0;
     SCN_CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
               "the CUDA backend was requested but no CUDA device is visible");
@@ -313,6 +351,8 @@ class CudaEngine final : public Engine {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;
     }
+    SCN_CHECK(!(force_gemm_ && int8_), g.source,
+              ": SCN_CUDA_ALGO=gemm (the cuBLAS gather-GEMM path) runs fp16 engines only, not precision int8");
     if (force_gemm_ || !forced_cfg_.empty()) autotune_ = false;
     use_graph_ = options.cuda_graph && !force_gemm_;
 
@@ -467,9 +507,14 @@ class CudaEngine final : public Engine {
     const int s = an_.value_sites[size_t(v)];
     const int64_t n = read_count(s);
     const int cp = int(padded(val.channels));
-    if (cp == val.channels) return Tensor::wrap(value_ptr(v), {n, val.channels}, DType::Float16, Device::Cuda);
+    if (cp == val.channels && !q8(v))
+      return Tensor::wrap(value_ptr(v), {n, val.channels}, DType::Float16, Device::Cuda);
     DevMem& ob = out_compact_[size_t(index)];
-    launch_compact_rows(value_ptr(v), cp, ob.get(), val.channels, n, own_stream_);
+    if (q8(v))  // graph outputs are fp16: int8 storage dequantized (docs/int8.md)
+      launch_convert(operand(v), ob.get(), val.channels, false, 0.f, val.channels, counts_.get<int>() + s, n,
+                     sm_count_, own_stream_);
+    else
+      launch_compact_rows(value_ptr(v), cp, ob.get(), val.channels, n, own_stream_);
     SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
     return Tensor::wrap(ob.get(), {n, val.channels}, DType::Float16, Device::Cuda);
   }
@@ -558,7 +603,7 @@ class CudaEngine final : public Engine {
 
   size_t workspace_bytes() const override {
     size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes() + gemm_bytes();
-    for (const auto& c : convs_) b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes();
+    for (const auto& c : convs_) b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes() + c.mult.bytes();
     for (const auto& in : inputs_) b += in.raw_feat.bytes() + in.raw_idx.bytes();
     for (const auto& o : out_compact_) b += o.bytes();
     return b;
@@ -616,6 +661,8 @@ class CudaEngine final : public Engine {
         const int id_writer = written_by_[size_t(id)];
         if (id != cur && id_writer < int(n)) {
           c.residual = id;
+          c.add_node = next;
+          c.add_conv_operand = add.inputs[0] == cur ? 0 : 1;
           c.absorbed.push_back(next);
           cur = add.output;
           if (sole_consumer(cur, OpType::Relu, &next)) {
@@ -633,6 +680,7 @@ class CudaEngine final : public Engine {
       if (cur != node.output) materialized_[size_t(node.output)] = false;
       materialized_[size_t(cur)] = true;
       written_by_[size_t(cur)] = int(n);
+      plan_conv_storage(c);
     }
     // Densify: fold the Transposes that follow a ScatterDense into its output layout.
     dense_perm_.assign(g.values.size(), {});
@@ -655,6 +703,7 @@ class CudaEngine final : public Engine {
       dense_perm_[size_t(cur)] = perm;
       written_by_[size_t(cur)] = int(n);
     }
+    if (int8_) plan_fp16_readers();
     // Buffer groups: Reshape views its input; an in-place residual writes over the identity.
     group_.resize(g.values.size());
     std::iota(group_.begin(), group_.end(), 0);
@@ -662,6 +711,8 @@ class CudaEngine final : public Engine {
       if (node.op == OpType::Reshape) group_[size_t(node.output)] = root(node.inputs[0]);
     for (ConvPlan& c : convs_) {
       if (c.residual < 0 || is_output_[size_t(c.residual)]) continue;
+      // in place only when both rows have one layout (an int8 row over an fp16 one would race)
+      if (q8(c.residual) != q8(c.out_value)) continue;
       bool only_before = true;
       for (int r : consumers_[size_t(c.residual)]) {
         const bool is_fused_add =
@@ -675,6 +726,73 @@ class CudaEngine final : public Engine {
   int root(int v) const {
     while (group_[size_t(v)] != v) v = group_[size_t(v)];
     return v;
+  }
+
+  // ---- INT8 storage (docs/int8.md) --------------------------------------------------------------
+  /// True when value v is stored int8 (INT8 engines only).
+  bool q8(int v) const { return int8_ && q_.values[size_t(v)].storage == int8::Storage::Int8; }
+  float qrange(int v) const { return q_.values[size_t(v)].range; }
+  /// Row stride of sparse value v in its elements: fp16 rows padded to 16 channels, int8 rows to 32
+  /// (one m16n8k32 chunk).
+  int64_t row_elems(int v) const {
+    const int64_t c = graph_->values[size_t(v)].channels;
+    return q8(v) ? round_up(c, 32) : padded(c);
+  }
+  size_t row_bytes(int v) const { return size_t(row_elems(v)) * (q8(v) ? 1 : 2); }
+
+  int add_shadow(int v, int reader, bool to_q, float range) {
+    Shadow sh;
+    sh.value = v;
+    sh.reader = reader;
+    sh.to_q = to_q;
+    sh.inv = to_q ? int8::inv_scale(range) : 0.f;
+    const int64_t c = graph_->values[size_t(v)].channels;
+    sh.stride = int(to_q ? round_up(c, 32) : padded(c));
+    shadows_.push_back(sh);
+    return int(shadows_.size()) - 1;
+  }
+
+  /// Kernel mode, input conversion and output layout of a conv (after fusion).
+  void plan_conv_storage(ConvPlan& c) {
+    const Node& node = graph_->nodes[size_t(c.node)];
+    c.y_stride = int(row_elems(c.out_value));
+    if (!int8_) return;
+    const int8::ConvPlan& qp = q_.convs[size_t(c.node)];
+    bool any_q = qp.int8 || q8(node.output) || q8(c.out_value);
+    if (c.residual >= 0)
+      any_q = any_q || q8(c.residual) || graph_->nodes[size_t(c.add_node)].quant.precision == Precision::Int8;
+    c.mode = qp.int8 ? 2 : any_q ? 1 : 0;
+    if (c.mode == 2) c.cin_p = int(round_up(c.cin, 32) / 2);  // 16-bit units of two int8 channels
+    const int in = node.inputs[0];
+    if (qp.int8 && !q8(in)) c.shadow = add_shadow(in, c.node, true, qp.input_range);
+    if (!qp.int8 && q8(in)) c.shadow = add_shadow(in, c.node, false, 0.f);
+  }
+
+  /// Where the Concat / ScatterDense node n reads int8 storage, an fp16 copy (INT8 engines).
+  void plan_fp16_readers() {
+    const Graph& g = *graph_;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const Node& node = g.nodes[n];
+      if (node.op != OpType::Concat && node.op != OpType::ScatterDense) continue;
+      for (size_t k = 0; k < node.inputs.size(); ++k)
+        if (q8(node.inputs[k])) reader_shadow_[{int(n), int(k)}] = add_shadow(node.inputs[k], int(n), false, 0.f);
+    }
+  }
+
+  /// The pointer node n reads its input k through (a converted copy, or the value itself).
+  const void* input_ptr(int n, int k) const {
+    const auto it = reader_shadow_.find({n, k});
+    if (it != reader_shadow_.end()) return shadows_[size_t(it->second)].ptr;
+    return value_ptr(graph_->nodes[size_t(n)].inputs[size_t(k)]);
+  }
+
+  QOperand operand(int v) const {
+    QOperand o;
+    o.p = value_ptr(v);
+    o.stride = int(row_elems(v));
+    o.q = q8(v);
+    o.s = o.q ? int8::scale(qrange(v)) : 0.f;
+    return o;
   }
 
   void plan_capacities() {
@@ -704,16 +822,20 @@ class CudaEngine final : public Engine {
     // Kernel choice per conv.
     for (ConvPlan& c : convs_) {
       c.gemm = force_gemm_;
+      auto heuristic = [&](int split) {
+        return c.mode == 0 ? choose_config(c.cin_p, c.cout_p, cc_major_, c.K, split)
+                           : choose_config_q(c.cin_p, c.cout_p, cc_major_, c.K, c.mode);
+      };
       if (!forced_cfg_.empty()) {
         const int id = find_config(forced_cfg_);
         SCN_CHECK(id >= 0, "SCN_CUDA_IGEMM='", forced_cfg_, "' names no compiled implicit-GEMM configuration");
-        c.cfg = igemm_config_fits(id, c.cin_p, cc_major_, c.K) ? id
-                                                                : choose_config(c.cin_p, c.cout_p, cc_major_, c.K, 1);
+        c.cfg = igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) ? id : heuristic(1);
       } else {
-        c.cfg = choose_config(c.cin_p, c.cout_p, cc_major_, c.K, split_for(c));
+        c.cfg = heuristic(split_for(c));
       }
+      SCN_CHECK(c.cfg >= 0, graph_->source, ": ", graph_->describe(c.node), ": no implicit-GEMM configuration for ",
+                c.cin, " -> ", c.cout, " channels (kernel mode ", c.mode, ")");
       c.split = igemm_config(c.cfg).split;
-      SCN_CHECK(c.cfg >= 0, "no implicit-GEMM configuration for ", c.cin, " -> ", c.cout, " channels");
       upload_weights(c);
     }
   }
@@ -726,13 +848,30 @@ class CudaEngine final : public Engine {
 
   void upload_weights(ConvPlan& c) {
     const ConvAttrs& a = graph_->nodes[size_t(c.node)].conv;
+    // [K][cout_w][cin_p] in 16-bit units: fp16 weights, or pairs of int8 weights (mode 2)
     std::vector<uint16_t> w(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p), 0);
-    for (int co = 0; co < c.cout; ++co)
+    if (c.mode == 2) {
+      // int8::plan's q_w [K][Cin][Cout] -> rows of 2 * cin_p int8 per output channel
+      const int8::ConvPlan& qp = q_.convs[size_t(c.node)];
+      auto* w8 = reinterpret_cast<int8_t*>(w.data());
+      const size_t row = size_t(c.cin_p) * 2;
       for (int k = 0; k < c.K; ++k)
-        for (int ci = 0; ci < c.cin; ++ci) {
-          const float v = tensor_float(a.weight, (int64_t(co) * c.K + k) * c.cin + ci);
-          w[(size_t(k) * size_t(c.cout_w) + size_t(co)) * size_t(c.cin_p) + size_t(ci)] = float_to_half(v);
-        }
+        for (int ci = 0; ci < c.cin; ++ci)
+          for (int co = 0; co < c.cout; ++co)
+            w8[(size_t(k) * size_t(c.cout_w) + size_t(co)) * row + size_t(ci)] =
+                qp.weight[(size_t(k) * size_t(c.cin) + size_t(ci)) * size_t(c.cout) + size_t(co)];
+      std::vector<float> m(size_t(c.cout_w), 0.f);
+      for (int co = 0; co < c.cout; ++co) m[size_t(co)] = qp.multiplier[size_t(co)];
+      c.mult.alloc(m.size() * 4);
+      SCN_CUDA_CHECK(cudaMemcpy(c.mult.get(), m.data(), m.size() * 4, cudaMemcpyHostToDevice));
+    } else {
+      for (int co = 0; co < c.cout; ++co)
+        for (int k = 0; k < c.K; ++k)
+          for (int ci = 0; ci < c.cin; ++ci) {
+            const float v = tensor_float(a.weight, (int64_t(co) * c.K + k) * c.cin + ci);
+            w[(size_t(k) * size_t(c.cout_w) + size_t(co)) * size_t(c.cin_p) + size_t(ci)] = float_to_half(v);
+          }
+    }
     std::vector<float> b(size_t(c.cout_w), 0.f);
     if (a.bias.defined())
       for (int co = 0; co < c.cout; ++co) b[size_t(co)] = tensor_float(a.bias, co);
@@ -762,13 +901,21 @@ class CudaEngine final : public Engine {
         case OpType::SparseConv: {
           const int m = an_.node_map[n];
           if (an_.maps[size_t(m)].first_node == int(n)) steps_.push_back({StepKind::Map, int(n), m});
+          const int sh = convs_[size_t(conv_of_node_[n])].shadow;
+          if (sh >= 0) steps_.push_back({StepKind::Convert, int(n), sh});
           steps_.push_back({StepKind::Conv, int(n), m});
           break;
         }
         case OpType::Add: steps_.push_back({StepKind::Add, int(n), -1}); break;
         case OpType::Relu: steps_.push_back({StepKind::Relu, int(n), -1}); break;
-        case OpType::Concat: steps_.push_back({StepKind::Concat, int(n), -1}); break;
-        case OpType::ScatterDense: steps_.push_back({StepKind::Densify, int(n), -1}); break;
+        case OpType::Concat:
+        case OpType::ScatterDense:
+          for (size_t k = 0; k < node.inputs.size(); ++k) {
+            const auto it = reader_shadow_.find({int(n), int(k)});
+            if (it != reader_shadow_.end()) steps_.push_back({StepKind::Convert, int(n), it->second});
+          }
+          steps_.push_back({node.op == OpType::Concat ? StepKind::Concat : StepKind::Densify, int(n), -1});
+          break;
         case OpType::Transpose: steps_.push_back({StepKind::Permute, int(n), -1}); break;
         case OpType::Reshape: break;
       }
@@ -992,7 +1139,7 @@ class CudaEngine final : public Engine {
       const Value& val = g.values[v];
       size_t b;
       if (val.sparse) {
-        b = size_t(sites_[size_t(an_.value_sites[v])].cap) * size_t(padded(val.channels)) * 2;
+        b = size_t(sites_[size_t(an_.value_sites[v])].cap) * row_bytes(int(v));
       } else {
         int64_t e = 1;
         for (int64_t d : shapes_.dense_shape[v]) e *= d;
@@ -1012,6 +1159,12 @@ class CudaEngine final : public Engine {
         label = detail::concat("value '", g.values[v].name, "'");
         value_req_[v] = add_req(bytes[v], first[v], last[v]);
       }
+    // INT8 engines: converted copies, alive at their reader only.
+    for (Shadow& sh : shadows_) {
+      label = detail::concat("convert '", g.values[size_t(sh.value)].name, "' for ", g.nodes[size_t(sh.reader)].name);
+      const size_t cap = size_t(sites_[size_t(an_.value_sites[size_t(sh.value)])].cap);
+      sh.req = add_req(cap * size_t(sh.stride) * (sh.to_q ? 1 : 2), sh.reader, sh.reader);
+    }
 
   }
 
@@ -1059,10 +1212,11 @@ class CudaEngine final : public Engine {
     }
     value_ptr_.assign(nv, nullptr);
     for (size_t v = 0; v < nv; ++v) value_ptr_[v] = at(value_req_[size_t(root(int(v)))]);
+    for (Shadow& sh : shadows_) sh.ptr = at(sh.req);
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       const int v = g.outputs[k];
       const Value& val = g.values[size_t(v)];
-      if (val.sparse && padded(val.channels) != val.channels)
+      if (val.sparse && (padded(val.channels) != val.channels || q8(v)))
         out_compact_[k].alloc(size_t(sites_[size_t(an_.value_sites[size_t(v)])].cap) * size_t(val.channels) * 2);
     }
     if (force_gemm_) plan_gemm_workspace();
@@ -1135,7 +1289,7 @@ class CudaEngine final : public Engine {
         continue;
       }
       ConvPlan& c = convs_[size_t(conv_of_node_[size_t(st.node)])];
-      const std::vector<int> cands = tune_candidates(c.cin_p, c.cout_p, cc_major_, c.K, c.split);
+      const std::vector<int> cands = tune_candidates(c.cin_p, c.cout_p, cc_major_, c.K, c.split, c.mode);
       int best = c.cfg;
       double best_ms = 1e30;
       DevMem best_wt;
@@ -1350,6 +1504,25 @@ class CudaEngine final : public Engine {
         const Node& node = g.nodes[size_t(st.node)];
         const int out = node.output;
         const SiteInfo& si = sites_[size_t(an_.value_sites[size_t(out)])];
+        if (int8_) {
+          QAddArgs qa;
+          qa.a = operand(node.inputs[0]);
+          qa.b = operand(node.inputs[1]);
+          qa.add_q = node.quant.precision == Precision::Int8;
+          if (qa.add_q) {
+            qa.inv_a = int8::inv_scale(node.quant.input0_dynamic_range);
+            qa.sa = int8::scale(node.quant.input0_dynamic_range);
+            qa.inv_b = int8::inv_scale(node.quant.input1_dynamic_range);
+            qa.sb = int8::scale(node.quant.input1_dynamic_range);
+          }
+          qa.y = value_ptr(out);
+          qa.y_stride = int(row_elems(out));
+          qa.y_q = q8(out);
+          qa.y_inv = qa.y_q ? int8::inv_scale(qrange(out)) : 0.f;
+          qa.c = g.values[size_t(out)].channels;
+          launch_qadd(qa, si.dev.count, si.cap, sm_count_, s);
+          return;
+        }
         launch_add(value_ptr(node.inputs[0]), value_ptr(node.inputs[1]), value_ptr(out),
                    int(padded(g.values[size_t(out)].channels)), si.dev.count, si.cap, false, sm_count_, s);
         return;
@@ -1358,8 +1531,12 @@ class CudaEngine final : public Engine {
         const Node& node = g.nodes[size_t(st.node)];
         const int out = node.output;
         const SiteInfo& si = sites_[size_t(an_.value_sites[size_t(out)])];
-        launch_relu(value_ptr(node.inputs[0]), value_ptr(out), int(padded(g.values[size_t(out)].channels)),
-                    si.dev.count, si.cap, sm_count_, s);
+        if (q8(out))
+          launch_relu_i8(value_ptr(node.inputs[0]), value_ptr(out), int(row_elems(out)), si.dev.count, si.cap,
+                         sm_count_, s);
+        else
+          launch_relu(value_ptr(node.inputs[0]), value_ptr(out), int(padded(g.values[size_t(out)].channels)),
+                      si.dev.count, si.cap, sm_count_, s);
         return;
       }
       case StepKind::Concat: {
@@ -1368,10 +1545,10 @@ class CudaEngine final : public Engine {
         const SiteInfo& si = sites_[size_t(an_.value_sites[size_t(out)])];
         const int yp = int(padded(g.values[size_t(out)].channels));
         int c0 = 0;
-        for (int v : node.inputs) {
-          const int c = g.values[size_t(v)].channels;
-          launch_copy_columns(value_ptr(v), int(padded(c)), c, value_ptr(out), yp, c0, si.dev.count, si.cap,
-                              sm_count_, s);
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          const int c = g.values[size_t(node.inputs[k])].channels;
+          launch_copy_columns(input_ptr(st.node, int(k)), int(padded(c)), c, value_ptr(out), yp, c0, si.dev.count,
+                              si.cap, sm_count_, s);
           c0 += c;
         }
         launch_zero_columns(value_ptr(out), yp, c0, si.dev.count, si.cap, sm_count_, s);
@@ -1383,7 +1560,7 @@ class CudaEngine final : public Engine {
         const int out = densify_out_.at(st.node);
         DensifyArgs d;
         d.sites = sites_[size_t(an_.value_sites[size_t(in)])].dev;
-        d.x = value_ptr(in);
+        d.x = input_ptr(st.node, 0);
         d.cp = int(padded(g.values[size_t(in)].channels));
         d.channels = g.values[size_t(in)].channels;
         d.y = value_ptr(out);
@@ -1394,6 +1571,13 @@ class CudaEngine final : public Engine {
           d.out_size[j] = shape[size_t(j)];
         }
         launch_densify(d, sm_count_, s);
+        return;
+      }
+      case StepKind::Convert: {
+        const Shadow& sh = shadows_[size_t(st.slot)];
+        const SiteInfo& si = sites_[size_t(an_.value_sites[size_t(sh.value)])];
+        launch_convert(operand(sh.value), sh.ptr, sh.stride, sh.to_q, sh.inv, g.values[size_t(sh.value)].channels,
+                       si.dev.count, si.cap, sm_count_, s);
         return;
       }
       case StepKind::Permute: {
@@ -1425,7 +1609,7 @@ class CudaEngine final : public Engine {
     const MapSlot& m = an_.maps[size_t(c.slot)];
     const SiteInfo& out = sites_[size_t(m.out_sites)];
     ConvArgs a;
-    a.x = value_ptr(node.inputs[0]);
+    a.x = c.shadow >= 0 ? shadows_[size_t(c.shadow)].ptr : value_ptr(node.inputs[0]);
     a.out_in = map_ptr_[size_t(c.slot)];
     a.w = c.w.get();
     a.w_tma = c.w_tma.get();
@@ -1445,6 +1629,30 @@ class CudaEngine final : public Engine {
     a.alpha = c.alpha;
     a.relu_after = c.relu_after;
     a.map_sync = map_sync_;
+    a.y_stride = c.y_stride;
+    if (c.mode != 0) {  // the quantization-aware epilogue (docs/int8.md)
+      a.mult = c.mult.get<float>();
+      a.y_q = q8(c.out_value);
+      a.y_inv = a.y_q ? int8::inv_scale(qrange(c.out_value)) : 0.f;
+      if (c.residual >= 0) {
+        const Node& add = g.nodes[size_t(c.add_node)];
+        a.res_stride = int(row_elems(c.residual));
+        a.res_q = q8(c.residual);
+        a.res_s = a.res_q ? int8::scale(qrange(c.residual)) : 0.f;
+        a.conv_q = q8(node.output);
+        a.conv_inv = a.conv_q ? int8::inv_scale(qrange(node.output)) : 0.f;
+        a.conv_s = a.conv_q ? int8::scale(qrange(node.output)) : 0.f;
+        a.add_q = add.quant.precision == Precision::Int8;
+        if (a.add_q) {
+          const float r0 = add.quant.input0_dynamic_range, r1 = add.quant.input1_dynamic_range;
+          const float ra = c.add_conv_operand == 0 ? r0 : r1, rb = c.add_conv_operand == 0 ? r1 : r0;
+          a.add_inv_a = int8::inv_scale(ra);
+          a.add_sa = int8::scale(ra);
+          a.add_inv_b = int8::inv_scale(rb);
+          a.add_sb = int8::scale(rb);
+        }
+      }
+    }
     return a;
   }
 
@@ -1540,6 +1748,14 @@ class CudaEngine final : public Engine {
         t.op = op_type_name(OpType::Transpose);
         t.algorithm = "permute";
         break;
+      case StepKind::Convert: {
+        const Shadow& sh = shadows_[size_t(st.slot)];
+        t.node = g.nodes[size_t(st.node)].name;
+        t.op = "Convert";
+        t.algorithm = detail::concat(sh.to_q ? "quantize fp16->int8 '" : "dequantize int8->fp16 '",
+                                     g.values[size_t(sh.value)].name, "'");
+        break;
+      }
     }
     return t;
   }
@@ -1628,6 +1844,10 @@ class CudaEngine final : public Engine {
   std::map<int, int> densify_out_;
   std::vector<std::vector<int>> dense_perm_;
   std::vector<ConvPlan> convs_;
+  bool int8_ = false;  // Precision::Int8: every node with its own precision (q_)
+  int8::Plan q_;
+  std::vector<Shadow> shadows_;
+  std::map<std::pair<int, int>, int> reader_shadow_;  // (Concat / ScatterDense node, input) -> shadow
   std::vector<SiteInfo> sites_;
   std::vector<Step> steps_;
   std::vector<InputSlot> inputs_;

@@ -21,6 +21,8 @@ std::vector<Instance>& instances() {
     igemm::add_instances_d(all);
     igemm::add_instances_e(all);
     igemm::add_instances_f(all);
+    igemm::add_instances_q(all);
+    igemm::add_instances_i8(all);
     return all;
   }();
   return v;
@@ -32,9 +34,9 @@ int igemm_num_configs() { return int(instances().size()); }
 
 const IgemmConfig& igemm_config(int id) { return instances().at(size_t(id)).cfg; }
 
-bool igemm_config_fits(int id, int cin_p, int cc_major, int K) {
+bool igemm_config_fits(int id, int cin_p, int cc_major, int K, int mode) {
   const IgemmConfig& c = igemm_config(id);
-  return cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
+  return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
          (c.split == 1 || (cc_major >= 9 && K <= 32));
 }
 

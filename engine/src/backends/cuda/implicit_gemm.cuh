@@ -16,8 +16,16 @@
 // Every output element is produced by one thread with a fixed summation order (offsets
 // ascending, channels ascending), so results are deterministic and independent of the tile
 // shape, the pipeline depth and of which offsets a tile skips.
+//
+// INT8 (MODE kI8, docs/int8.md): the same kernel on int8 rows. Two int8 channels are one 16-bit
+// "unit": a 16-byte copy moves 16 channels, a BK-unit chunk holds 2*BK channels, and ldmatrix
+// gives exactly the m16n8k32 s8 fragments (rows x 4 bytes), so the loaders and the shared-memory
+// layout are unchanged; mma.sync m16n8k32 accumulates in int32 (exact). MODE kF16Q keeps fp16
+// operands but, like kI8, ends in the quantization-aware epilogue (q_epilogue below) that stores
+// int8 or fp16 and applies an int8 / fp16 residual Add exactly as the CPU oracle does.
 #pragma once
 
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/common.cuh"
@@ -59,6 +67,54 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
 #else
   __trap();
 #endif
+}
+
+/// int8 tensor cores: D(16x8, s32) += A(16x32, s8, row) * B(32x8, s8, col).
+__device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
+}
+
+/// Kernel modes: fp16 operands with the fp16 epilogue; fp16 operands with the quantization-aware
+/// epilogue; int8 operands (int32 accumulation) with the quantization-aware epilogue.
+enum Mode : int { kF16 = 0, kF16Q = 1, kI8 = 2 };
+
+/// docs/int8.md quantize(): one float32 product, round half to even (NaN -> 0), clamp to +-127.
+__device__ __forceinline__ int quantize8(float x, float inv) {
+  const int q = __float2int_rn(__fmul_rn(x, inv));
+  return q > 127 ? 127 : (q < -127 ? -127 : q);
+}
+__device__ __forceinline__ float round_half(float x) { return __half2float(__float2half_rn(x)); }
+
+/// The stored value of one output element of an INT8-engine conv (docs/int8.md): `v` is the
+/// conv's float result (after its activation), `r` the residual element as stored (the integer q
+/// when a.res_q, else the fp16 value). Returns the integer q (a.y_q) or the fp16 value.
+__device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, const ConvArgs& a) {
+  float o;
+  if (!has_res) {
+    o = a.y_q ? float(quantize8(v, a.y_inv)) : round_half(v);
+  } else {
+    float y;
+    if (a.add_q) {  // int8 Add: both operands on their int8 grids, two products, one sum
+      const float qa = a.conv_q ? float(quantize8(v, a.conv_inv)) : float(quantize8(round_half(v), a.add_inv_a));
+      const float qb = a.res_q ? r : float(quantize8(r, a.add_inv_b));
+      y = __fadd_rn(__fmul_rn(qa, a.add_sa), __fmul_rn(qb, a.add_sb));
+    } else {  // fp16 Add of the operands as fp16 (int8 storage dequantized to fp16)
+      const float fa = a.conv_q ? round_half(__fmul_rn(float(quantize8(v, a.conv_inv)), a.conv_s)) : round_half(v);
+      const float fb = a.res_q ? round_half(__fmul_rn(r, a.res_s)) : r;
+      y = __fadd_rn(fa, fb);
+    }
+    o = a.y_q ? float(quantize8(y, a.y_inv)) : round_half(y);
+  }
+  if (a.relu_after) o = o > 0.f ? o : 0.f;
+  return o;
 }
 
 // ---- TMA bulk copies completing on an mbarrier (sm_90) ------------------------------------------
@@ -186,10 +242,13 @@ struct Tile {
 // CTA z summing the kernel offsets k with k % SPLIT == z; the partial sums meet in shared memory
 // and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
 // global workspace). Results then depend on SPLIT but on nothing else of the configuration.
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
+          int MODE>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     igemm_kernel(const ConvArgs a) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
+  static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
+  using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sA = reinterpret_cast<__half*>(smem);
   __half* sB = sA + STAGES * T::A_STAGE;
@@ -400,13 +459,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
       ld_slot = ld_slot + 1 == STAGES ? 0 : ld_slot + 1;
     };
 
-    float acc[T::MT][T::NT][4];
+    AccT acc[T::MT][T::NT][4];
 #pragma unroll
     for (int i = 0; i < T::MT; ++i)
 #pragma unroll
       for (int j = 0; j < T::NT; ++j)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = AccT(0);
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -455,7 +514,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
 #pragma unroll
           for (int i = 0; i < T::MT; ++i)
 #pragma unroll
-            for (int j = 0; j < T::NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            for (int j = 0; j < T::NT; ++j) {
+              if constexpr (MODE == kI8)
+                mma_16832_s8(acc[i][j], af[i], bf[j][0], bf[j][1]);
+              else
+                mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            }
         }
       }
       if (++slot == STAGES) {
@@ -515,6 +579,89 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
         *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(out);
       }
       cluster_sync();  // peers are done reading this CTA's partial sums
+    } else if constexpr (MODE != kF16) {
+      // Quantization-aware epilogue. Pass 1: fragments -> float act(...) in shared memory.
+      float* sRed = reinterpret_cast<float*>(smem);
+#pragma unroll
+      for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+        for (int j = 0; j < T::NT; ++j) {
+          const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
+          const int col = n0 + cl;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+          float m0 = 0.f, m1 = 0.f;
+          if constexpr (MODE == kI8) {
+            m0 = col < a.cout_w ? a.mult[col] : 0.f;
+            m1 = col + 1 < a.cout_w ? a.mult[col + 1] : 0.f;
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
+            float y0, y1;
+            if constexpr (MODE == kI8) {  // docs/int8.md: two float32 roundings, no FMA
+              y0 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h]), m0), b0);
+              y1 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h + 1]), m1), b1);
+            } else {
+              y0 = float(acc[i][j][2 * h]) + b0;
+              y1 = float(acc[i][j][2 * h + 1]) + b1;
+            }
+            *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) =
+                make_float2(apply_act(y0, a.act, a.alpha), apply_act(y1, a.act, a.alpha));
+          }
+        }
+      __syncthreads();
+      // Pass 2: 8 columns per item; the last N tile also zero-fills the row padding up to y_stride.
+      const int col_end = blockIdx.y + 1 == gridDim.y ? a.y_stride : n0 + BN;
+      const int per_row = (col_end - n0) / 8;
+      for (int i = tid; i < BM * per_row; i += T::kThreads) {
+        const int rl = i / per_row, c8 = (i % per_row) * 8;
+        const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+        const int col = n0 + c8;
+        if (order ? row < 0 : row >= n) continue;
+        float o[8];
+        if (col >= a.cout) {
+#pragma unroll
+          for (int q = 0; q < 8; ++q) o[q] = 0.f;
+        } else {
+          float v[8], r[8];
+          const float4 lo = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8);
+          const float4 hi = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8 + 4);
+          v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
+          v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
+          const bool has_res = a.residual != nullptr;
+          if (has_res) {
+            if (a.res_q) {
+              const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) +
+                                                                 row * a.res_stride + col);
+              const int8_t* rb = reinterpret_cast<const int8_t*>(&raw);
+#pragma unroll
+              for (int q = 0; q < 8; ++q) r[q] = float(rb[q]);
+            } else {
+              alignas(16) __half rh[8];
+              *reinterpret_cast<uint4*>(rh) =
+                  *reinterpret_cast<const uint4*>(static_cast<const __half*>(a.residual) + row * a.res_stride + col);
+#pragma unroll
+              for (int q = 0; q < 8; ++q) r[q] = __half2float(rh[q]);
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < 8; ++q) o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a) : 0.f;
+        }
+        if (a.y_q) {
+          alignas(8) int8_t ob[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q) ob[q] = int8_t(int(o[q]));
+          *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * a.y_stride + col) =
+              *reinterpret_cast<const uint2*>(ob);
+        } else {
+          alignas(16) __half oh[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q) oh[q] = __float2half_rn(o[q]);
+          *reinterpret_cast<uint4*>(static_cast<__half*>(a.y) + row * a.y_stride + col) =
+              *reinterpret_cast<const uint4*>(oh);
+        }
+      }
     } else {
 
     // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).
@@ -573,13 +720,13 @@ struct Instance {
 };
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
-          int SPLIT = 1>
+          int SPLIT = 1, int MODE = kF16>
 inline Instance make_instance(const char* name) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
-  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, name},
-                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT>, T::kSmem, T::kThreads,
-                  1};
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, name},
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE>, T::kSmem,
+                  T::kThreads, 1};
 }
 
 // Instance lists, one per translation unit so that nvcc compiles them in parallel.
@@ -589,6 +736,8 @@ void add_instances_c(std::vector<Instance>& v);
 void add_instances_d(std::vector<Instance>& v);
 void add_instances_e(std::vector<Instance>& v);
 void add_instances_f(std::vector<Instance>& v);
+void add_instances_q(std::vector<Instance>& v);   // kF16Q (INT8 engines)
+void add_instances_i8(std::vector<Instance>& v);  // kI8
 
 }  // namespace igemm
 }  // namespace scn::cuda

@@ -131,6 +131,20 @@ struct ConvArgs {
   float alpha = 0.f;
   bool relu_after = false;        ///< ReLU after the residual add
   bool map_sync = false;          ///< stage the tile's map with plain loads (SCN_CUDA_MAP_STAGE=sync)
+
+  // INT8 engines (kernel modes kF16Q / kI8, docs/int8.md). With mode kI8, x rows and w are int8
+  // and cin_p counts 16-bit units (two int8 channels); y and residual may be int8 or fp16.
+  const float* mult = nullptr;    ///< [cout_w] kI8: s_x * s_w[c]
+  int y_stride = 0;               ///< row stride of y in its elements (int8: round_up(cout, 32))
+  int res_stride = 0;             ///< row stride of the residual in its elements
+  bool y_q = false;               ///< y stored int8 on the grid 1 / y_inv
+  float y_inv = 0.f;
+  bool conv_q = false;            ///< with a residual: the conv's own value is stored int8 (grid conv_inv)
+  float conv_inv = 0.f, conv_s = 0.f;
+  bool res_q = false;             ///< the residual is stored int8 with scale res_s
+  float res_s = 0.f;
+  bool add_q = false;             ///< the residual Add runs in int8: operand grids a (conv) and b (residual)
+  float add_inv_a = 0.f, add_sa = 0.f, add_inv_b = 0.f, add_sb = 0.f;
 };
 
 struct IgemmConfig {
@@ -138,6 +152,7 @@ struct IgemmConfig {
   bool tma;  ///< weights through TMA bulk copies (sm_90)
   int group; ///< offsets per pipeline step (> 1 needs bk == cin_p)
   int split; ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
+  int mode;  ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
   const char* name;
 };
 
@@ -145,7 +160,7 @@ struct IgemmConfig {
 int igemm_num_configs();
 const IgemmConfig& igemm_config(int id);
 /// True when config `id` can run a conv with these channels (bk divides cin_p) on this GPU.
-bool igemm_config_fits(int id, int cin_p, int cc_major, int K = 27);
+bool igemm_config_fits(int id, int cin_p, int cc_major, int K = 27, int mode = 0);
 /// Config id by name ("igemm m64n128k64s3t" or "m64n128k64s3t"), -1 when absent.
 int igemm_find_config(const char* name);
 /// Blocks per SM the occupancy calculator gives for config `id` (after igemm_init).
@@ -214,5 +229,35 @@ void launch_permute(const PermuteArgs& a, int sm_count, cudaStream_t st);
 
 /// Copies rows < count of x (stride xp) into y (stride c) so a sparse output is [N, C].
 void launch_compact_rows(const void* x, int xp, void* y, int c, int64_t n, cudaStream_t st);
+
+// ---- INT8 engines (elementwise.cu, docs/int8.md) ------------------------------------------------
+/// An operand of an int8-aware elementwise kernel: rows of `stride` elements, int8 (q, scale s)
+/// or fp16.
+struct QOperand {
+  const void* p = nullptr;
+  int stride = 0;
+  bool q = false;
+  float s = 0.f;
+};
+/// Rows < *count, channels < c: y = int8 quantize(x) on the grid 1/inv (x fp16) or
+/// y = half(float(q) * s) (x int8); padding columns up to y_stride are zeroed.
+void launch_convert(QOperand x, void* y, int y_stride, bool y_q, float y_inv, int c, const int* count, int64_t cap,
+                    int sm_count, cudaStream_t st);
+/// The Add node of an INT8 engine: int8 (y = float(qa)*sa + float(qb)*sb, operands on the grids
+/// 1/inv_a, 1/inv_b) or fp16 (y = a + b of the fp16 operands); stored int8 (y_q) or fp16; then ReLU.
+struct QAddArgs {
+  QOperand a, b;
+  bool add_q = false;
+  float inv_a = 0.f, sa = 0.f, inv_b = 0.f, sb = 0.f;
+  void* y = nullptr;
+  int y_stride = 0;
+  bool y_q = false;
+  float y_inv = 0.f;
+  bool relu = false;
+  int c = 0;
+};
+void launch_qadd(const QAddArgs& a, const int* count, int64_t cap, int sm_count, cudaStream_t st);
+/// ReLU on int8 rows (max(q, 0)), rows of `stride` bytes.
+void launch_relu_i8(const void* x, void* y, int stride, const int* count, int64_t cap, int sm_count, cudaStream_t st);
 
 }  // namespace scn::cuda

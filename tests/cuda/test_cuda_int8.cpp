@@ -1,0 +1,244 @@
+// The CUDA backend's INT8 engines against the CPU INT8 oracle (docs/int8.md):
+//  - a graph of int8 layers only (subm, strided, residual Adds, channel counts that need padding,
+//    LeakyReLU, a sparse int8 output): integer accumulation is exact and the float epilogues are the
+//    same operations, so the GPU must be bitwise identical to the CPU, with every int8 tile config;
+//  - the graph that crosses every FP16 <-> INT8 boundary (tests/int8/int8_graphs.h): fp16 layers sum
+//    in another order on the GPU, so a few requantizations may flip by one step; the test counts them;
+//  - an INT8 engine on a model without INT8 attributes is bit for bit the CUDA FP16 engine.
+// The CenterPoint frame (real nuScenes data) is checked by tests/int8/int8_centerpoint_cuda.sh.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "cuda/cuda_test_util.h"
+#include "int8/int8_graphs.h"
+
+namespace {
+
+using namespace scn;
+using namespace scn::cudatest;
+using test::random_conv;
+using test::random_input;
+using test::int8graphs::Ranges;
+
+BuildOptions int8_options(Backend b) {
+  BuildOptions o;
+  o.backend = b;
+  o.precision = Precision::Int8;
+  o.num_threads = 2;
+  return o;
+}
+
+// input(4) -> conv0 int8 4->16 (quantizes the fp16 input) -> conv1 16->16 ReLU -> conv2 16->16 +
+// add0(int8, conv0) -> relu -> conv3 strided 16->40 -> conv4 40->40 LeakyReLU -> conv5 40->40 +
+// add1(int8, conv3) -> conv6 strided 40->64 -> conv7 64->128 -> scatter0 (int8 input); conv7's int8
+// output is also a sparse graph output. Every node int8, every value int8 except the input.
+EngineBuilder int8_chain(const Ranges* r) {
+  EngineBuilder b("int8-chain(builder)");
+  const bool quant = r != nullptr;
+  auto R = [&](const char* v) { return quant ? (*r)(v) : -1.f; };
+  auto q = [&](float in) {
+    QuantAttrs a;
+    a.precision = quant ? Precision::Int8 : Precision::Fp16;
+    a.output_precision = quant ? Precision::Int8 : Precision::Fp16;
+    a.input_dynamic_range = in;
+    return a;
+  };
+  auto qadd = [&](float r0, float r1) {
+    QuantAttrs a = q(-1.f);
+    a.input0_dynamic_range = r0;
+    a.input1_dynamic_range = r1;
+    return a;
+  };
+  uint64_t s = 41;
+  const Int3 one{1, 1, 1}, k3{3, 3, 3}, two{2, 2, 2};
+  ValueId x = b.push_input("0", 4);
+  ConvAttrs c0 = random_conv(4, 16, k3, one, one, one, true, s++, Activation::ReLU);
+  c0.rulebook = "subm0";
+  ValueId v0 = b.push_sparse_conv("conv0", x, c0, q(R("in")), "c0");
+  ConvAttrs c1 = random_conv(16, 16, k3, one, one, one, true, s++, Activation::ReLU);
+  c1.rulebook = "subm0";
+  ValueId v1 = b.push_sparse_conv("conv1", v0, c1, q(R("c0")), "c1");
+  ConvAttrs c2 = random_conv(16, 16, k3, one, one, one, true, s++, Activation::None);
+  c2.rulebook = "subm0";
+  ValueId v2 = b.push_sparse_conv("conv2", v1, c2, q(R("c1")), "c2");
+  ValueId a0 = b.push_relu("relu0", b.push_add("add0", v2, v0, qadd(R("c2"), R("c0")), "a0"), "r0");
+  ConvAttrs c3 = random_conv(16, 40, k3, two, one, one, false, s++, Activation::ReLU);
+  ValueId v3 = b.push_sparse_conv("conv3", a0, c3, q(R("r0")), "c3");
+  ConvAttrs c4 = random_conv(40, 40, k3, one, one, one, true, s++, Activation::LeakyReLU);
+  c4.activation_alpha = 0.1f;
+  c4.rulebook = "subm1";
+  ValueId v4 = b.push_sparse_conv("conv4", v3, c4, q(R("c3")), "c4");
+  ConvAttrs c5 = random_conv(40, 40, k3, one, one, one, true, s++, Activation::None);
+  c5.rulebook = "subm1";
+  ValueId v5 = b.push_sparse_conv("conv5", v4, c5, q(R("c4")), "c5");
+  ValueId a1 = b.push_add("add1", v5, v3, qadd(R("c5"), R("c3")), "a1");
+  ConvAttrs c6 = random_conv(40, 64, k3, two, one, one, false, s++, Activation::ReLU);
+  ValueId v6 = b.push_sparse_conv("conv6", a1, c6, q(R("a1")), "c6");
+  ConvAttrs c7 = random_conv(64, 128, k3, one, one, one, true, s++, Activation::ReLU);
+  c7.rulebook = "subm2";
+  ValueId v7 = b.push_sparse_conv("conv7", v6, c7, q(R("c6")), "c7");
+  // (7, 24, 24) -> (4, 12, 12) -> (2, 6, 6)
+  DenseAttrs d;
+  d.input_spatial_shape = {2, 6, 6};
+  d.output_shape = {1, 128, 2, 6, 6};
+  QuantAttrs qs;
+  qs.input_dynamic_range = R("c7");
+  b.push_output(b.push_dense("scatter0", v7, d, qs, "dense"));
+  b.push_output(v7);
+  return b;
+}
+
+Ranges chain_ranges(const test::SparseInput& in) {
+  EngineBuilder b = int8_chain(nullptr);
+  BuildOptions o = cpu_options();
+  o.num_threads = 2;
+  auto e = b.build(o);
+  const test::int8graphs::Capture c = test::int8graphs::run_capture(*e, in);
+  Ranges r;
+  for (size_t v = 0; v < c.values.size(); ++v) {
+    double m = 0;
+    for (double x : c.values[v].v) m = std::max(m, std::fabs(x));
+    // 0.8 x absmax: some values clip, as with percentile calibration
+    r.v[e->graph().values[v].name] = m > 0 ? float(0.8 * m) : 1.f;
+  }
+  r.v["in"] = r.v["0"];
+  return r;
+}
+
+/// Outputs of the two engines, sparse ones aligned to the CPU's rows, as floats.
+std::vector<std::vector<float>> outputs_as_cpu(const RunResult& g, const RunResult& c, const Graph& graph) {
+  std::vector<std::vector<float>> out;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (!g.indices[k].defined()) {
+      out.push_back(to_floats(g.outputs[k]));
+      continue;
+    }
+    std::string err;
+    out.push_back(align_sparse(g.outputs[k], g.indices[k], c.indices[k],
+                               graph.values[size_t(graph.outputs[k])].channels, &err));
+    EXPECT_TRUE(err.empty()) << err;
+  }
+  return out;
+}
+
+int64_t count_differ(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], 4) != 0;
+  return n;
+}
+
+TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
+  SCN_REQUIRE_CUDA();
+  for (uint64_t seed : {3u, 4u}) {
+    const test::SparseInput in = random_input(seed == 3 ? 1500 : 3500, 4, test::int8graphs::kGrid, 1, seed);
+    const Ranges r = chain_ranges(in);
+    const EngineBuilder b = int8_chain(&r);
+    auto cpu = b.build(int8_options(Backend::Cpu));
+    const RunResult rc = run(*cpu, {in});
+    // the tuned engine, then every int8 tile config forced (configs that do not fit a layer fall
+    // back to the heuristic there)
+    std::vector<std::string> cfgs{""};
+    for (const std::string& n : cuda_tile_configs(Precision::Int8)) cfgs.push_back(n);
+    ASSERT_GE(cfgs.size(), 8u) << "the CUDA backend lists its INT8 tile configurations";
+    if (const char* only = std::getenv("SCN_TEST_INT8_CONFIG")) cfgs = {only};  // one config (debugging)
+    for (const std::string& cfg : cfgs) {
+      SCOPED_TRACE(cfg.empty() ? std::string("autotuned") : cfg);
+      std::unique_ptr<ScopedEnv> env;
+      if (!cfg.empty()) env = std::make_unique<ScopedEnv>("SCN_CUDA_IGEMM", cfg.c_str());
+      auto gpu = b.build(int8_options(Backend::Cuda));
+      const RunResult rg = run(*gpu, {in});
+      const auto got = outputs_as_cpu(rg, rc, b.graph());
+      ASSERT_EQ(got.size(), 2u);
+      for (size_t k = 0; k < got.size(); ++k) {
+        const std::vector<float> want = to_floats(rc.outputs[k]);
+        ASSERT_EQ(got[k].size(), want.size());
+        double nz = 0;
+        for (float v : want) nz += v != 0.f;
+        EXPECT_GT(nz, 0.05 * double(want.size())) << "output " << k << " is mostly zero: the test would be weak";
+        EXPECT_EQ(count_differ(got[k], want), 0) << "output " << k << " of " << want.size() << " values";
+      }
+      if (cfg.empty()) {
+        bool i8 = false;
+        for (const auto& l : gpu->profile_layers()) i8 = i8 || l.algorithm.find("igemm-i8") != std::string::npos;
+        EXPECT_TRUE(i8) << "no layer reports an int8 kernel";
+      }
+    }
+  }
+}
+
+TEST(CudaInt8, RowOrderAndMapStreamDoNotChangeResults) {
+  SCN_REQUIRE_CUDA();
+  const test::SparseInput in = random_input(3000, 4, test::int8graphs::kGrid, 1, 12);
+  const Ranges r = chain_ranges(in);
+  const EngineBuilder b = int8_chain(&r);
+  auto cpu = b.build(int8_options(Backend::Cpu));
+  const RunResult rc = run(*cpu, {in});
+  ScopedEnv e1("SCN_CUDA_SORT_ROWS", "1");
+  ScopedEnv e2("SCN_CUDA_MAP_LOOKAHEAD", "0");
+  auto gpu = b.build(int8_options(Backend::Cuda));
+  const RunResult rg = run(*gpu, {in});
+  const auto got = outputs_as_cpu(rg, rc, b.graph());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(count_differ(got[k], to_floats(rc.outputs[k])), 0) << k;
+}
+
+TEST(CudaInt8, MixedPrecisionGraphMatchesTheCpu) {
+  SCN_REQUIRE_CUDA();
+  for (uint64_t seed : {5u, 6u}) {
+    const test::SparseInput in = random_input(2000, 4, test::int8graphs::kGrid, 1, seed);
+    const Ranges ranges = test::int8graphs::fp32_absmax(in);
+    const EngineBuilder b = test::int8graphs::mixed_graph(&ranges);
+    auto cpu = b.build(int8_options(Backend::Cpu));
+    auto gpu = b.build(int8_options(Backend::Cuda));
+    const RunResult rc = run(*cpu, {in});
+    const RunResult rg = run(*gpu, {in});
+    // every boundary of docs/int8.md has a Convert step or a quantizing epilogue
+    int converts = 0;
+    for (const auto& l : gpu->profile_layers()) converts += l.op == "Convert";
+    EXPECT_GE(converts, 2);
+    for (size_t k = 0; k < rc.outputs.size(); ++k) {
+      const std::vector<float> got = to_floats(rg.outputs[k]), want = to_floats(rc.outputs[k]);
+      ASSERT_EQ(got.size(), want.size());
+      const int64_t differ = count_differ(got, want);
+      const Metrics m = compare(got, want);
+      std::printf("  seed %llu output %zu: %lld of %zu values differ from the CPU INT8 engine; %s\n",
+                  static_cast<unsigned long long>(seed), k, static_cast<long long>(differ), want.size(),
+                  describe(m).c_str());
+      // fp16 layers (conv0, conv5, add1) sum in another order: an int8 requantization downstream
+      // may flip by one step, and the flip moves what follows by about a step (measured on the
+      // H200: seed 5 bitwise equal, seed 6 2.6 % of the dense values, cosine 0.99999).
+      EXPECT_LT(double(differ), 0.05 * double(want.size()));
+      EXPECT_GT(m.cosine, 0.9999) << describe(m);
+    }
+  }
+}
+
+TEST(CudaInt8, WithoutInt8AttributesIsTheFp16Engine) {
+  SCN_REQUIRE_CUDA();
+  const test::SparseInput in = random_input(3000, 4, test::int8graphs::kGrid, 1, 8);
+  const EngineBuilder b = test::int8graphs::mixed_graph(nullptr);
+  auto f16 = b.build(cuda_options());
+  auto i8 = b.build(int8_options(Backend::Cuda));
+  const RunResult r16 = run(*f16, {in});
+  const RunResult r8 = run(*i8, {in});
+  for (size_t k = 0; k < r16.outputs.size(); ++k) EXPECT_EQ(to_bytes(r16.outputs[k]), to_bytes(r8.outputs[k])) << k;
+}
+
+TEST(CudaInt8, DeterministicRunToRunAndEngineToEngine) {
+  SCN_REQUIRE_CUDA();
+  const test::SparseInput in = random_input(3000, 4, test::int8graphs::kGrid, 1, 9);
+  const Ranges ranges = test::int8graphs::fp32_absmax(in);
+  const EngineBuilder b = test::int8graphs::mixed_graph(&ranges);
+  auto e1 = b.build(int8_options(Backend::Cuda));
+  auto e2 = b.build(int8_options(Backend::Cuda));
+  const RunResult a = run(*e1, {in});
+  const RunResult a2 = run(*e1, {in});
+  const RunResult c = run(*e2, {in});
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
+    EXPECT_EQ(to_bytes(a.outputs[k]), to_bytes(a2.outputs[k])) << k;
+    EXPECT_EQ(to_bytes(a.outputs[k]), to_bytes(c.outputs[k])) << k;
+  }
+}
+
+}  // namespace
