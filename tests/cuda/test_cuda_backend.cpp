@@ -432,7 +432,7 @@ TEST(CudaBackend, TimingProfileAndWorkspace) {
   EXPECT_EQ(convs, 21);
   EXPECT_GT(gpu->workspace_bytes(), size_t(1) << 20);
   BuildOptions o = cuda_options();
-  o.precision = Precision::Int8;
+  o.precision = Precision::Fp32;  // fp32 runs on the CPU backend only: a clear error, never a silent fp16
   EXPECT_THROW(test::centerpoint_builder(grid).build(o), Error);
 }
 

@@ -255,7 +255,7 @@ struct ConvPlan {
   int mode = 0;          ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
   int shadow = -1;       ///< converted copy of the input this conv reads (Convert step), or -1
   int y_stride = 0;      ///< output row stride in its elements
-  DevMem w, bias, w_tma, mult;
+  DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
 };
 
 /// A converted copy of a value for one reader (INT8 engines): the value quantized onto the
@@ -603,7 +603,8 @@ class CudaEngine final : public Engine {
 
   size_t workspace_bytes() const override {
     size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes() + gemm_bytes();
-    for (const auto& c : convs_) b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes() + c.mult.bytes();
+    for (const auto& c : convs_)
+      b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes() + c.mult.bytes() + c.qargs.bytes();
     for (const auto& in : inputs_) b += in.raw_feat.bytes() + in.raw_idx.bytes();
     for (const auto& o : out_compact_) b += o.bytes();
     return b;
@@ -732,12 +733,13 @@ class CudaEngine final : public Engine {
   /// True when value v is stored int8 (INT8 engines only).
   bool q8(int v) const { return int8_ && q_.values[size_t(v)].storage == int8::Storage::Int8; }
   float qrange(int v) const { return q_.values[size_t(v)].range; }
-  /// Row stride of sparse value v in its elements: fp16 rows padded to 16 channels, int8 rows to 32
-  /// (one m16n8k32 chunk).
+  /// Row stride of sparse value v in its elements: fp16 rows padded to 16 channels; int8 rows to 16
+  /// (one m16n8k16 step) up to 16 channels, else to 32 (m16n8k32 steps).
   int64_t row_elems(int v) const {
     const int64_t c = graph_->values[size_t(v)].channels;
-    return q8(v) ? round_up(c, 32) : padded(c);
+    return q8(v) ? int8_row(c) : padded(c);
   }
+  static int64_t int8_row(int64_t c) { return c <= 16 ? 16 : round_up(c, 32); }
   size_t row_bytes(int v) const { return size_t(row_elems(v)) * (q8(v) ? 1 : 2); }
 
   int add_shadow(int v, int reader, bool to_q, float range) {
@@ -747,7 +749,7 @@ class CudaEngine final : public Engine {
     sh.to_q = to_q;
     sh.inv = to_q ? int8::inv_scale(range) : 0.f;
     const int64_t c = graph_->values[size_t(v)].channels;
-    sh.stride = int(to_q ? round_up(c, 32) : padded(c));
+    sh.stride = int(to_q ? int8_row(c) : padded(c));
     shadows_.push_back(sh);
     return int(shadows_.size()) - 1;
   }
@@ -762,7 +764,7 @@ class CudaEngine final : public Engine {
     if (c.residual >= 0)
       any_q = any_q || q8(c.residual) || graph_->nodes[size_t(c.add_node)].quant.precision == Precision::Int8;
     c.mode = qp.int8 ? 2 : any_q ? 1 : 0;
-    if (c.mode == 2) c.cin_p = int(round_up(c.cin, 32) / 2);  // 16-bit units of two int8 channels
+    if (c.mode == 2) c.cin_p = int(int8_row(c.cin) / 2);  // 16-bit units of two int8 channels
     const int in = node.inputs[0];
     if (qp.int8 && !q8(in)) c.shadow = add_shadow(in, c.node, true, qp.input_range);
     if (!qp.int8 && q8(in)) c.shadow = add_shadow(in, c.node, false, 0.f);
@@ -884,6 +886,42 @@ class CudaEngine final : public Engine {
       SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
     }
     SCN_CUDA_CHECK(cudaMemcpy(c.bias.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+    if (c.mode != 0) {
+      const QEpilogue q = q_epilogue(c);
+      c.qargs.alloc(sizeof(QEpilogue));
+      SCN_CUDA_CHECK(cudaMemcpy(c.qargs.get(), &q, sizeof(QEpilogue), cudaMemcpyHostToDevice));
+    }
+  }
+
+  /// The quantization-aware epilogue's parameters of conv c (docs/int8.md): storage and grids of
+  /// its output, of its own value and of the residual, and the fused Add's operand grids.
+  QEpilogue q_epilogue(const ConvPlan& c) const {
+    const Graph& g = *graph_;
+    const Node& node = g.nodes[size_t(c.node)];
+    QEpilogue q;
+    q.mult = c.mult.get<float>();
+    q.y_stride = c.y_stride;
+    q.y_q = q8(c.out_value);
+    q.y_inv = q.y_q ? int8::inv_scale(qrange(c.out_value)) : 0.f;
+    if (c.residual >= 0) {
+      const Node& add = g.nodes[size_t(c.add_node)];
+      q.res_stride = int(row_elems(c.residual));
+      q.res_q = q8(c.residual);
+      q.res_s = q.res_q ? int8::scale(qrange(c.residual)) : 0.f;
+      q.conv_q = q8(node.output);
+      q.conv_inv = q.conv_q ? int8::inv_scale(qrange(node.output)) : 0.f;
+      q.conv_s = q.conv_q ? int8::scale(qrange(node.output)) : 0.f;
+      q.add_q = add.quant.precision == Precision::Int8;
+      if (q.add_q) {
+        const float r0 = add.quant.input0_dynamic_range, r1 = add.quant.input1_dynamic_range;
+        const float ra = c.add_conv_operand == 0 ? r0 : r1, rb = c.add_conv_operand == 0 ? r1 : r0;
+        q.add_inv_a = int8::inv_scale(ra);
+        q.add_sa = int8::scale(ra);
+        q.add_inv_b = int8::inv_scale(rb);
+        q.add_sb = int8::scale(rb);
+      }
+    }
+    return q;
   }
 
   void plan_steps() {
@@ -1629,30 +1667,7 @@ class CudaEngine final : public Engine {
     a.alpha = c.alpha;
     a.relu_after = c.relu_after;
     a.map_sync = map_sync_;
-    a.y_stride = c.y_stride;
-    if (c.mode != 0) {  // the quantization-aware epilogue (docs/int8.md)
-      a.mult = c.mult.get<float>();
-      a.y_q = q8(c.out_value);
-      a.y_inv = a.y_q ? int8::inv_scale(qrange(c.out_value)) : 0.f;
-      if (c.residual >= 0) {
-        const Node& add = g.nodes[size_t(c.add_node)];
-        a.res_stride = int(row_elems(c.residual));
-        a.res_q = q8(c.residual);
-        a.res_s = a.res_q ? int8::scale(qrange(c.residual)) : 0.f;
-        a.conv_q = q8(node.output);
-        a.conv_inv = a.conv_q ? int8::inv_scale(qrange(node.output)) : 0.f;
-        a.conv_s = a.conv_q ? int8::scale(qrange(node.output)) : 0.f;
-        a.add_q = add.quant.precision == Precision::Int8;
-        if (a.add_q) {
-          const float r0 = add.quant.input0_dynamic_range, r1 = add.quant.input1_dynamic_range;
-          const float ra = c.add_conv_operand == 0 ? r0 : r1, rb = c.add_conv_operand == 0 ? r1 : r0;
-          a.add_inv_a = int8::inv_scale(ra);
-          a.add_sa = int8::scale(ra);
-          a.add_inv_b = int8::inv_scale(rb);
-          a.add_sb = int8::scale(rb);
-        }
-      }
-    }
+    a.q = c.mode != 0 ? c.qargs.get<QEpilogue>() : nullptr;
     return a;
   }
 

@@ -1,12 +1,17 @@
 // Implicit-GEMM tile instances on the int8 tensor cores (mode kI8, mma.sync m16n8k32 s8 -> s32).
-// BK counts 16-bit units of two int8 channels: k16 = 32 channels per chunk, k32 = 64, k64 = 128
-// (int8 rows are padded to 32 channels). In bytes an int8 layer of C channels looks like an fp16
+// BK counts 16-bit units of two int8 channels: k8 = 16 channels per chunk (mma m16n8k16, rows of at
+// most 16 channels), k16 = 32, k32 = 64, k64 = 128 (wider rows are padded to 32 channels). In bytes an int8 layer of C channels looks like an fp16
 // layer of C/2, so the shapes mirror the fp16 winners one level down (docs/benchmarks.md).
 #include "backends/cuda/implicit_gemm.cuh"
 
 namespace scn::cuda::igemm {
 
 void add_instances_i8(std::vector<Instance>& v) {
+  v.push_back(make_instance<128, 16, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4t"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 3, false, 4, 1, 1, kI8>("igemm-i8 m128n16k8s3g4"));
+  v.push_back(make_instance<128, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4"));
+  v.push_back(make_instance<128, 32, 8, 8, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4w8"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n16k16s4"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n16k16s4t"));
   v.push_back(make_instance<128, 32, 16, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k16s4"));

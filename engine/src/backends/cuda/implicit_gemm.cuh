@@ -82,6 +82,25 @@ __device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4]
 #endif
 }
 
+/// int8 tensor cores, K = 16: D(16x8, s32) += A(16x16, s8, row) * B(16x8, s8, col). Layers of at
+/// most 16 channels (rows of 16 bytes) take this one instead of padding to 32 channels.
+__device__ __forceinline__ void mma_16816_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(b));
+#else
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+
 /// Kernel modes: fp16 operands with the fp16 epilogue; fp16 operands with the quantization-aware
 /// epilogue; int8 operands (int32 accumulation) with the quantization-aware epilogue.
 enum Mode : int { kF16 = 0, kF16Q = 1, kI8 = 2 };
@@ -95,25 +114,25 @@ __device__ __forceinline__ float round_half(float x) { return __half2float(__flo
 
 /// The stored value of one output element of an INT8-engine conv (docs/int8.md): `v` is the
 /// conv's float result (after its activation), `r` the residual element as stored (the integer q
-/// when a.res_q, else the fp16 value). Returns the integer q (a.y_q) or the fp16 value.
-__device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, const ConvArgs& a) {
+/// when q.res_q, else the fp16 value). Returns the integer q (q.y_q) or the fp16 value.
+__device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, bool relu_after, const QEpilogue& q) {
   float o;
   if (!has_res) {
-    o = a.y_q ? float(quantize8(v, a.y_inv)) : round_half(v);
+    o = q.y_q ? float(quantize8(v, q.y_inv)) : round_half(v);
   } else {
     float y;
-    if (a.add_q) {  // int8 Add: both operands on their int8 grids, two products, one sum
-      const float qa = a.conv_q ? float(quantize8(v, a.conv_inv)) : float(quantize8(round_half(v), a.add_inv_a));
-      const float qb = a.res_q ? r : float(quantize8(r, a.add_inv_b));
-      y = __fadd_rn(__fmul_rn(qa, a.add_sa), __fmul_rn(qb, a.add_sb));
+    if (q.add_q) {  // int8 Add: both operands on their int8 grids, two products, one sum
+      const float qa = q.conv_q ? float(quantize8(v, q.conv_inv)) : float(quantize8(round_half(v), q.add_inv_a));
+      const float qb = q.res_q ? r : float(quantize8(r, q.add_inv_b));
+      y = __fadd_rn(__fmul_rn(qa, q.add_sa), __fmul_rn(qb, q.add_sb));
     } else {  // fp16 Add of the operands as fp16 (int8 storage dequantized to fp16)
-      const float fa = a.conv_q ? round_half(__fmul_rn(float(quantize8(v, a.conv_inv)), a.conv_s)) : round_half(v);
-      const float fb = a.res_q ? round_half(__fmul_rn(r, a.res_s)) : r;
+      const float fa = q.conv_q ? round_half(__fmul_rn(float(quantize8(v, q.conv_inv)), q.conv_s)) : round_half(v);
+      const float fb = q.res_q ? round_half(__fmul_rn(r, q.res_s)) : r;
       y = __fadd_rn(fa, fb);
     }
-    o = a.y_q ? float(quantize8(y, a.y_inv)) : round_half(y);
+    o = q.y_q ? float(quantize8(y, q.y_inv)) : round_half(y);
   }
-  if (a.relu_after) o = o > 0.f ? o : 0.f;
+  if (relu_after) o = o > 0.f ? o : 0.f;
   return o;
 }
 
@@ -215,7 +234,7 @@ struct Tile {
   static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4 + size_t(BM) * 4;
   static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8;
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
-  static_assert(BK % 16 == 0, "BK must be a multiple of 16");
+  static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
   /// Bytes of one pre-tiled weight slice (TMA layout): BN rows of LDS halves.
   static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
@@ -248,6 +267,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     igemm_kernel(const ConvArgs a) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
+  static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
   using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sA = reinterpret_cast<__half*>(smem);
@@ -490,6 +510,26 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
         if (g >= nsub) break;
         const __half* tA = sA + slot * T::A_STAGE + g * T::A_SUB;
         const __half* tB = sB + slot * T::B_STAGE + g * T::B_SUB;
+        if constexpr (BK == 8) {
+          // 16 int8 channels: one m16n8k16 step (A rows and B rows of 16 bytes, ldmatrix .x2)
+          uint32_t af[T::MT][2];
+          uint32_t bf[T::NT];
+#pragma unroll
+          for (int i = 0; i < T::MT; ++i) ldmatrix_x2(af[i], tA + (wm * T::WM + i * 16 + (lane & 15)) * T::LDS);
+#pragma unroll
+          for (int j = 0; j < T::NT / 2; ++j) {
+            uint32_t r[2];
+            ldmatrix_x2(r, tB + (wn * T::WN + j * 16 + (lane & 15)) * T::LDS);
+            bf[2 * j] = r[0];
+            bf[2 * j + 1] = r[1];
+          }
+#pragma unroll
+          for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+            for (int j = 0; j < T::NT; ++j) {
+              if constexpr (MODE == kI8) mma_16816_s8(acc[i][j], af[i], bf[j]);
+            }
+        }
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
           uint32_t af[T::MT][4];
@@ -511,15 +551,17 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
             bf[2 * j + 1][0] = r[2];
             bf[2 * j + 1][1] = r[3];
           }
+          if constexpr (MODE == kI8) {
 #pragma unroll
-          for (int i = 0; i < T::MT; ++i)
+            for (int i = 0; i < T::MT; ++i)
 #pragma unroll
-            for (int j = 0; j < T::NT; ++j) {
-              if constexpr (MODE == kI8)
-                mma_16832_s8(acc[i][j], af[i], bf[j][0], bf[j][1]);
-              else
-                mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
-            }
+              for (int j = 0; j < T::NT; ++j) mma_16832_s8(acc[i][j], af[i], bf[j][0], bf[j][1]);
+          } else {
+#pragma unroll
+            for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+              for (int j = 0; j < T::NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+          }
         }
       }
       if (++slot == STAGES) {
@@ -581,6 +623,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
       cluster_sync();  // peers are done reading this CTA's partial sums
     } else if constexpr (MODE != kF16) {
       // Quantization-aware epilogue. Pass 1: fragments -> float act(...) in shared memory.
+      const QEpilogue qe = *a.q;
       float* sRed = reinterpret_cast<float*>(smem);
 #pragma unroll
       for (int i = 0; i < T::MT; ++i)
@@ -590,18 +633,18 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           const int col = n0 + cl;
           const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
           const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
-          float m0 = 0.f, m1 = 0.f;
+          float mul0 = 0.f, mul1 = 0.f;
           if constexpr (MODE == kI8) {
-            m0 = col < a.cout_w ? a.mult[col] : 0.f;
-            m1 = col + 1 < a.cout_w ? a.mult[col + 1] : 0.f;
+            mul0 = col < a.cout_w ? qe.mult[col] : 0.f;
+            mul1 = col + 1 < a.cout_w ? qe.mult[col + 1] : 0.f;
           }
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
             float y0, y1;
             if constexpr (MODE == kI8) {  // docs/int8.md: two float32 roundings, no FMA
-              y0 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h]), m0), b0);
-              y1 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h + 1]), m1), b1);
+              y0 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h]), mul0), b0);
+              y1 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h + 1]), mul1), b1);
             } else {
               y0 = float(acc[i][j][2 * h]) + b0;
               y1 = float(acc[i][j][2 * h + 1]) + b1;
@@ -612,7 +655,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
         }
       __syncthreads();
       // Pass 2: 8 columns per item; the last N tile also zero-fills the row padding up to y_stride.
-      const int col_end = blockIdx.y + 1 == gridDim.y ? a.y_stride : n0 + BN;
+      const int col_end = blockIdx.y + 1 == gridDim.y ? qe.y_stride : n0 + BN;
       const int per_row = (col_end - n0) / 8;
       for (int i = tid; i < BM * per_row; i += T::kThreads) {
         const int rl = i / per_row, c8 = (i % per_row) * 8;
@@ -631,34 +674,35 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
           const bool has_res = a.residual != nullptr;
           if (has_res) {
-            if (a.res_q) {
+            if (qe.res_q) {
               const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) +
-                                                                 row * a.res_stride + col);
+                                                                 row * qe.res_stride + col);
               const int8_t* rb = reinterpret_cast<const int8_t*>(&raw);
 #pragma unroll
               for (int q = 0; q < 8; ++q) r[q] = float(rb[q]);
             } else {
               alignas(16) __half rh[8];
               *reinterpret_cast<uint4*>(rh) =
-                  *reinterpret_cast<const uint4*>(static_cast<const __half*>(a.residual) + row * a.res_stride + col);
+                  *reinterpret_cast<const uint4*>(static_cast<const __half*>(a.residual) + row * qe.res_stride + col);
 #pragma unroll
               for (int q = 0; q < 8; ++q) r[q] = __half2float(rh[q]);
             }
           }
 #pragma unroll
-          for (int q = 0; q < 8; ++q) o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a) : 0.f;
+          for (int q = 0; q < 8; ++q)
+            o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a.relu_after, qe) : 0.f;
         }
-        if (a.y_q) {
+        if (qe.y_q) {
           alignas(8) int8_t ob[8];
 #pragma unroll
           for (int q = 0; q < 8; ++q) ob[q] = int8_t(int(o[q]));
-          *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * a.y_stride + col) =
+          *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * qe.y_stride + col) =
               *reinterpret_cast<const uint2*>(ob);
         } else {
           alignas(16) __half oh[8];
 #pragma unroll
           for (int q = 0; q < 8; ++q) oh[q] = __float2half_rn(o[q]);
-          *reinterpret_cast<uint4*>(static_cast<__half*>(a.y) + row * a.y_stride + col) =
+          *reinterpret_cast<uint4*>(static_cast<__half*>(a.y) + row * qe.y_stride + col) =
               *reinterpret_cast<const uint4*>(oh);
         }
       }

@@ -132,10 +132,18 @@ struct ConvArgs {
   bool relu_after = false;        ///< ReLU after the residual add
   bool map_sync = false;          ///< stage the tile's map with plain loads (SCN_CUDA_MAP_STAGE=sync)
 
-  // INT8 engines (kernel modes kF16Q / kI8, docs/int8.md). With mode kI8, x rows and w are int8
-  // and cin_p counts 16-bit units (two int8 channels); y and residual may be int8 or fp16.
+  /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
+  /// memory. (Behind a pointer on purpose: a larger ConvArgs made ptxas give the fp16 kernels up to
+  /// 20 more registers, costing a block per SM.) With mode kI8, x rows and w are int8 and cin_p
+  /// counts 16-bit units (two int8 channels).
+  const struct QEpilogue* q = nullptr;
+};
+
+/// The quantization-aware epilogue of an INT8-engine conv (docs/int8.md); y and the residual may be
+/// int8 or fp16.
+struct QEpilogue {
   const float* mult = nullptr;    ///< [cout_w] kI8: s_x * s_w[c]
-  int y_stride = 0;               ///< row stride of y in its elements (int8: round_up(cout, 32))
+  int y_stride = 0;               ///< row stride of y in its elements (int8: 16, or round_up(cout, 32))
   int res_stride = 0;             ///< row stride of the residual in its elements
   bool y_q = false;               ///< y stored int8 on the grid 1 / y_inv
   float y_inv = 0.f;
