@@ -31,9 +31,10 @@ BuildOptions int8_options(Backend b) {
 }
 
 // input(4) -> conv0 int8 4->16 (quantizes the fp16 input) -> conv1 16->16 ReLU -> conv2 16->16 +
-// add0(int8, conv0) -> relu -> conv3 strided 16->40 -> conv4 40->40 LeakyReLU -> conv5 40->40 +
-// add1(int8, conv3) -> conv6 strided 40->64 -> conv7 64->128 -> scatter0 (int8 input); conv7's int8
-// output is also a sparse graph output. Every node int8, every value int8 except the input.
+// add0(int8, conv0) -> relu -> conv3 strided 16->32 -> conv4 32->32 LeakyReLU -> conv5 32->32 +
+// add1(int8, conv3) -> conv6 strided 32->40 -> conv7 40->128 -> conv8 128->128 -> scatter0 (int8
+// input); conv8's int8 output is also a sparse graph output. Every node int8, every value int8 but
+// the input; int8 rows of 16, 32, 64 and 128 bytes, so every INT8 tile config has a layer it fits.
 EngineBuilder int8_chain(const Ranges* r) {
   EngineBuilder b("int8-chain(builder)");
   const bool quant = r != nullptr;
@@ -53,40 +54,35 @@ EngineBuilder int8_chain(const Ranges* r) {
   };
   uint64_t s = 41;
   const Int3 one{1, 1, 1}, k3{3, 3, 3}, two{2, 2, 2};
+  auto subm = [&](int cin, int cout, Activation act, const char* rb) {
+    ConvAttrs c = random_conv(cin, cout, k3, one, one, one, true, s++, act);
+    c.rulebook = rb;
+    return c;
+  };
   ValueId x = b.push_input("0", 4);
-  ConvAttrs c0 = random_conv(4, 16, k3, one, one, one, true, s++, Activation::ReLU);
-  c0.rulebook = "subm0";
-  ValueId v0 = b.push_sparse_conv("conv0", x, c0, q(R("in")), "c0");
-  ConvAttrs c1 = random_conv(16, 16, k3, one, one, one, true, s++, Activation::ReLU);
-  c1.rulebook = "subm0";
-  ValueId v1 = b.push_sparse_conv("conv1", v0, c1, q(R("c0")), "c1");
-  ConvAttrs c2 = random_conv(16, 16, k3, one, one, one, true, s++, Activation::None);
-  c2.rulebook = "subm0";
-  ValueId v2 = b.push_sparse_conv("conv2", v1, c2, q(R("c1")), "c2");
+  ValueId v0 = b.push_sparse_conv("conv0", x, subm(4, 16, Activation::ReLU, "subm0"), q(R("in")), "c0");
+  ValueId v1 = b.push_sparse_conv("conv1", v0, subm(16, 16, Activation::ReLU, "subm0"), q(R("c0")), "c1");
+  ValueId v2 = b.push_sparse_conv("conv2", v1, subm(16, 16, Activation::None, "subm0"), q(R("c1")), "c2");
   ValueId a0 = b.push_relu("relu0", b.push_add("add0", v2, v0, qadd(R("c2"), R("c0")), "a0"), "r0");
-  ConvAttrs c3 = random_conv(16, 40, k3, two, one, one, false, s++, Activation::ReLU);
+  ConvAttrs c3 = random_conv(16, 32, k3, two, one, one, false, s++, Activation::ReLU);
   ValueId v3 = b.push_sparse_conv("conv3", a0, c3, q(R("r0")), "c3");
-  ConvAttrs c4 = random_conv(40, 40, k3, one, one, one, true, s++, Activation::LeakyReLU);
+  ConvAttrs c4 = subm(32, 32, Activation::LeakyReLU, "subm1");
   c4.activation_alpha = 0.1f;
-  c4.rulebook = "subm1";
   ValueId v4 = b.push_sparse_conv("conv4", v3, c4, q(R("c3")), "c4");
-  ConvAttrs c5 = random_conv(40, 40, k3, one, one, one, true, s++, Activation::None);
-  c5.rulebook = "subm1";
-  ValueId v5 = b.push_sparse_conv("conv5", v4, c5, q(R("c4")), "c5");
+  ValueId v5 = b.push_sparse_conv("conv5", v4, subm(32, 32, Activation::None, "subm1"), q(R("c4")), "c5");
   ValueId a1 = b.push_add("add1", v5, v3, qadd(R("c5"), R("c3")), "a1");
-  ConvAttrs c6 = random_conv(40, 64, k3, two, one, one, false, s++, Activation::ReLU);
+  ConvAttrs c6 = random_conv(32, 40, k3, two, one, one, false, s++, Activation::ReLU);
   ValueId v6 = b.push_sparse_conv("conv6", a1, c6, q(R("a1")), "c6");
-  ConvAttrs c7 = random_conv(64, 128, k3, one, one, one, true, s++, Activation::ReLU);
-  c7.rulebook = "subm2";
-  ValueId v7 = b.push_sparse_conv("conv7", v6, c7, q(R("c6")), "c7");
+  ValueId v7 = b.push_sparse_conv("conv7", v6, subm(40, 128, Activation::ReLU, "subm2"), q(R("c6")), "c7");
+  ValueId v8 = b.push_sparse_conv("conv8", v7, subm(128, 128, Activation::ReLU, "subm2"), q(R("c7")), "c8");
   // (7, 24, 24) -> (4, 12, 12) -> (2, 6, 6)
   DenseAttrs d;
   d.input_spatial_shape = {2, 6, 6};
   d.output_shape = {1, 128, 2, 6, 6};
   QuantAttrs qs;
-  qs.input_dynamic_range = R("c7");
-  b.push_output(b.push_dense("scatter0", v7, d, qs, "dense"));
-  b.push_output(v7);
+  qs.input_dynamic_range = R("c8");
+  b.push_output(b.push_dense("scatter0", v8, d, qs, "dense"));
+  b.push_output(v8);
   return b;
 }
 
