@@ -254,6 +254,7 @@ struct ConvPlan {
   // INT8 engines
   int mode = 0;          ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
   int shadow = -1;       ///< converted copy of the input this conv reads (Convert step), or -1
+  int dual = -1;         ///< shadow this conv also writes: its output quantized for an int8 reader
   int y_stride = 0;      ///< output row stride in its elements
   DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
 };
@@ -266,6 +267,7 @@ struct Shadow {
   bool to_q = false;
   float inv = 0.f;  ///< to_q: 127 / range
   int stride = 0;   ///< row stride in its elements
+  int producer = -1;  ///< to_q written by this conv's epilogue as a second output (no Convert step)
   int req = -1;
   void* ptr = nullptr;
 };
@@ -704,7 +706,10 @@ class CudaEngine final : public Engine {
       dense_perm_[size_t(cur)] = perm;
       written_by_[size_t(cur)] = int(n);
     }
-    if (int8_) plan_fp16_readers();
+    if (int8_) {
+      plan_fp16_readers();
+      plan_dual_outputs();
+    }
     // Buffer groups: Reshape views its input; an in-place residual writes over the identity.
     group_.resize(g.values.size());
     std::iota(group_.begin(), group_.end(), 0);
@@ -778,6 +783,23 @@ class CudaEngine final : public Engine {
       if (node.op != OpType::Concat && node.op != OpType::ScatterDense) continue;
       for (size_t k = 0; k < node.inputs.size(); ++k)
         if (q8(node.inputs[k])) reader_shadow_[{int(n), int(k)}] = add_shadow(node.inputs[k], int(n), false, 0.f);
+    }
+  }
+
+  /// An int8 conv reading an fp16 value that a conv writes gets the quantized copy from the
+  /// writer's epilogue (a second store of quantize(fp16 value)) instead of a Convert step. The writer
+  /// then needs the quantization-aware epilogue (an fp16 conv moves to mode 1).
+  void plan_dual_outputs() {
+    for (size_t k = 0; k < shadows_.size(); ++k) {
+      Shadow& sh = shadows_[k];
+      if (!sh.to_q || graph_->nodes[size_t(sh.reader)].op != OpType::SparseConv) continue;
+      const int w = written_by_[size_t(sh.value)];
+      if (w < 0 || conv_of_node_[size_t(w)] < 0) continue;
+      ConvPlan& c = convs_[size_t(conv_of_node_[size_t(w)])];
+      if (c.out_value != sh.value || c.dual >= 0 || c.gemm) continue;
+      c.dual = int(k);
+      if (c.mode == 0) c.mode = 1;
+      sh.producer = c.node;
     }
   }
 
@@ -903,6 +925,12 @@ class CudaEngine final : public Engine {
     q.y_stride = c.y_stride;
     q.y_q = q8(c.out_value);
     q.y_inv = q.y_q ? int8::inv_scale(qrange(c.out_value)) : 0.f;
+    if (c.dual >= 0) {
+      const Shadow& sh = shadows_[size_t(c.dual)];
+      q.y2 = sh.ptr;  // null until the arena is placed (place_arena uploads it again)
+      q.y2_inv = sh.inv;
+      q.y2_stride = sh.stride;
+    }
     if (c.residual >= 0) {
       const Node& add = g.nodes[size_t(c.add_node)];
       q.res_stride = int(row_elems(c.residual));
@@ -940,7 +968,7 @@ class CudaEngine final : public Engine {
           const int m = an_.node_map[n];
           if (an_.maps[size_t(m)].first_node == int(n)) steps_.push_back({StepKind::Map, int(n), m});
           const int sh = convs_[size_t(conv_of_node_[n])].shadow;
-          if (sh >= 0) steps_.push_back({StepKind::Convert, int(n), sh});
+          if (sh >= 0 && shadows_[size_t(sh)].producer < 0) steps_.push_back({StepKind::Convert, int(n), sh});
           steps_.push_back({StepKind::Conv, int(n), m});
           break;
         }
@@ -1201,7 +1229,8 @@ class CudaEngine final : public Engine {
     for (Shadow& sh : shadows_) {
       label = detail::concat("convert '", g.values[size_t(sh.value)].name, "' for ", g.nodes[size_t(sh.reader)].name);
       const size_t cap = size_t(sites_[size_t(an_.value_sites[size_t(sh.value)])].cap);
-      sh.req = add_req(cap * size_t(sh.stride) * (sh.to_q ? 1 : 2), sh.reader, sh.reader);
+      sh.req = add_req(cap * size_t(sh.stride) * (sh.to_q ? 1 : 2), sh.producer >= 0 ? sh.producer : sh.reader,
+                       sh.reader);
     }
 
   }
@@ -1251,6 +1280,11 @@ class CudaEngine final : public Engine {
     value_ptr_.assign(nv, nullptr);
     for (size_t v = 0; v < nv; ++v) value_ptr_[v] = at(value_req_[size_t(root(int(v)))]);
     for (Shadow& sh : shadows_) sh.ptr = at(sh.req);
+    for (ConvPlan& c : convs_)  // the second output's address is in the epilogue parameters
+      if (c.dual >= 0) {
+        const QEpilogue q = q_epilogue(c);
+        SCN_CUDA_CHECK(cudaMemcpy(c.qargs.get(), &q, sizeof(QEpilogue), cudaMemcpyHostToDevice));
+      }
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       const int v = g.outputs[k];
       const Value& val = g.values[size_t(v)];

@@ -654,8 +654,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           }
         }
       __syncthreads();
-      // Pass 2: 8 columns per item; the last N tile also zero-fills the row padding up to y_stride.
-      const int col_end = blockIdx.y + 1 == gridDim.y ? qe.y_stride : n0 + BN;
+      // Pass 2: 8 columns per item; the last N tile also zero-fills the row padding up to the stride
+      // (of y, and of the second output y2 when there is one).
+      const int pad_end = qe.y2 && qe.y2_stride > qe.y_stride ? qe.y2_stride : qe.y_stride;
+      const int col_end = blockIdx.y + 1 == gridDim.y ? pad_end : n0 + BN;
       const int per_row = (col_end - n0) / 8;
       for (int i = tid; i < BM * per_row; i += T::kThreads) {
         const int rl = i / per_row, c8 = (i % per_row) * 8;
@@ -691,6 +693,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
 #pragma unroll
           for (int q = 0; q < 8; ++q)
             o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a.relu_after, qe) : 0.f;
+        }
+        if (qe.y2) {  // quantize(fp16 value): what an int8 reader of the fp16 storage reads
+          alignas(8) int8_t qb[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q) qb[q] = int8_t(quantize8(o[q], qe.y2_inv));
+          *reinterpret_cast<uint2*>(static_cast<int8_t*>(qe.y2) + row * qe.y2_stride + col) =
+              *reinterpret_cast<const uint2*>(qb);
+          if (col >= qe.y_stride) continue;
         }
         if (qe.y_q) {
           alignas(8) int8_t ob[8];

@@ -153,6 +153,9 @@ struct QEpilogue {
   float res_s = 0.f;
   bool add_q = false;             ///< the residual Add runs in int8: operand grids a (conv) and b (residual)
   float add_inv_a = 0.f, add_sa = 0.f, add_inv_b = 0.f, add_sb = 0.f;
+  void* y2 = nullptr;             ///< optional second output: the fp16 y quantized for an int8 reader
+  float y2_inv = 0.f;
+  int y2_stride = 0;
 };
 
 struct IgemmConfig {
