@@ -1,7 +1,6 @@
 // The `scn` binary end to end: exit codes, messages that name the file at fault, outputs written
 // all or nothing. Models are written with the ONNX test writer of tests/onnx_parser.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "core/half.h"
+#include "cli/cli_runner.h"
 #include "onnx_parser/onnx_writer.h"
 #include "scn/tensor.h"
 
@@ -22,31 +22,12 @@ namespace fs = std::filesystem;
 using scn::DType;
 using scn::Tensor;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = scn::test::CliResult;
+using scn::test::read_file;
 
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string quote(const std::string& s) { return scn::test::shell_quote(s); }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-Result scn_cli(const std::string& args) {
-  static int counter = 0;
-  const std::string base = scn::test::temp_dir() + "/cli_out_" + std::to_string(counter++);
-  const std::string cmd = quote(SCN_CLI_EXE) + " " + args + " >" + quote(base + ".out") + " 2>" + quote(base + ".err");
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(base + ".out");
-  r.err = read_file(base + ".err");
-  return r;
-}
+Result scn_cli(const std::string& args) { return scn::test::run_cli(SCN_CLI_EXE, args, "cli_out"); }
 
 bool exists(const std::string& p) { return fs::exists(p); }
 

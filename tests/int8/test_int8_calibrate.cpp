@@ -2,7 +2,6 @@
 // output precisions, ranges that agree per int8 value), and `scn calibrate` end to end: the written
 // model re-imports (`scn inspect`) and runs as INT8 (`scn run --precision int8 --device cpu`).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "calibration.h"
 #include "centerpoint_graph.h"
 #include "onnx_writer.h"
+#include "cli/cli_runner.h"
 #include "scn/onnx.h"
 #include "test_helpers.h"
 
@@ -173,29 +173,9 @@ TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
 
 // ---- the CLI ------------------------------------------------------------------------------------
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::CliResult;
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Result scn_cli(const std::string& args) {
-  static int counter = 0;
-  const std::string base = test::temp_dir() + "/calib_cli_" + std::to_string(counter++);
-  const std::string cmd = std::string("'") + SCN_CLI_EXE + "' " + args + " >'" + base + ".out' 2>'" + base + ".err'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
-}
+Result scn_cli(const std::string& args) { return test::run_cli(SCN_CLI_EXE, args, "calib_cli"); }
 
 TEST(Int8CalibrateCli, RoundTrip) {
   const std::string dir = test::temp_dir();

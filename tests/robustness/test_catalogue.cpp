@@ -7,7 +7,6 @@
 // the file / node / attribute / input row at fault; for command-line cases an exit status != 0,
 // the message on stderr and no output file (nor a temporary one) left behind.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cmath>
@@ -27,6 +26,7 @@
 
 #include "core/half.h"
 #include "onnx_parser/onnx_writer.h"
+#include "cli/cli_runner.h"
 #include "scn/engine.h"
 #include "scn/onnx.h"
 
@@ -666,29 +666,12 @@ TEST(Catalogue, E06_NonFiniteWeightsThroughTheApi) {
 // ---- C: the `scn run` command line ---------------------------------------------------------------
 
 #ifdef SCN_CLI_EXE
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
+using CliResult = test::CliResult;
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
+std::string q(const std::string& s) { return test::shell_quote(s); }
 
 CliResult scn_cli(const std::string& args) {
-  static int counter = 0;
-  const std::string base = temp_dir() + "/catalogue_cli_" + std::to_string(counter++);
-  const std::string cmd = q(SCN_CLI_EXE) + " " + args + " >" + q(base + ".out") + " 2>" + q(base + ".err");
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
+  const CliResult r = test::run_cli(SCN_CLI_EXE, args, "catalogue_cli");
   std::printf("[exit %d] %s", r.code, r.err.c_str());
   return r;
 }
