@@ -796,7 +796,7 @@ class CudaEngine final : public Engine {
       const int w = written_by_[size_t(sh.value)];
       if (w < 0 || conv_of_node_[size_t(w)] < 0) continue;
       ConvPlan& c = convs_[size_t(conv_of_node_[size_t(w)])];
-      if (c.out_value != sh.value || c.dual >= 0 || c.gemm) continue;
+      if (c.out_value != sh.value || c.dual >= 0) continue;
       c.dual = int(k);
       if (c.mode == 0) c.mode = 1;
       sh.producer = c.node;
@@ -908,11 +908,7 @@ class CudaEngine final : public Engine {
       SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
     }
     SCN_CUDA_CHECK(cudaMemcpy(c.bias.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
-    if (c.mode != 0) {
-      const QEpilogue q = q_epilogue(c);
-      c.qargs.alloc(sizeof(QEpilogue));
-      SCN_CUDA_CHECK(cudaMemcpy(c.qargs.get(), &q, sizeof(QEpilogue), cudaMemcpyHostToDevice));
-    }
+    if (c.mode != 0) c.qargs.alloc(sizeof(QEpilogue));  // filled by place_arena (it holds arena addresses)
   }
 
   /// The quantization-aware epilogue's parameters of conv c (docs/int8.md): storage and grids of
@@ -927,7 +923,7 @@ class CudaEngine final : public Engine {
     q.y_inv = q.y_q ? int8::inv_scale(qrange(c.out_value)) : 0.f;
     if (c.dual >= 0) {
       const Shadow& sh = shadows_[size_t(c.dual)];
-      q.y2 = sh.ptr;  // null until the arena is placed (place_arena uploads it again)
+      q.y2 = sh.ptr;
       q.y2_inv = sh.inv;
       q.y2_stride = sh.stride;
     }
@@ -1280,8 +1276,8 @@ class CudaEngine final : public Engine {
     value_ptr_.assign(nv, nullptr);
     for (size_t v = 0; v < nv; ++v) value_ptr_[v] = at(value_req_[size_t(root(int(v)))]);
     for (Shadow& sh : shadows_) sh.ptr = at(sh.req);
-    for (ConvPlan& c : convs_)  // the second output's address is in the epilogue parameters
-      if (c.dual >= 0) {
+    for (ConvPlan& c : convs_)  // epilogue parameters, with the second output's arena address
+      if (c.mode != 0) {
         const QEpilogue q = q_epilogue(c);
         SCN_CUDA_CHECK(cudaMemcpy(c.qargs.get(), &q, sizeof(QEpilogue), cudaMemcpyHostToDevice));
       }

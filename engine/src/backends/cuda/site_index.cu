@@ -7,6 +7,8 @@
 //                deterministic, no sort and no host synchronisation; count = min(total, cap) and
 //                an overflow is recorded on the device
 //   lookup:      row(site) = bit set ? (perm ? perm[rank] : rank) : -1   (common.cuh)
+#include <cub/block/block_scan.cuh>
+
 #include "backends/cuda/common.cuh"
 
 namespace scn::cuda {
@@ -97,34 +99,9 @@ __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
 constexpr int kRankThreads = 256;
 static_assert(kRankThreads * 4 == kRankBlock, "rank block layout");
 
-__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* warp_sums, uint32_t* total) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  uint32_t x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o) x += y;
-  }
-  if (lane == 31) warp_sums[warp] = x;
-  __syncthreads();
-  const int nw = blockDim.x >> 5;
-  if (warp == 0) {
-    uint32_t s = lane < nw ? warp_sums[lane] : 0u;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint32_t y = __shfl_up_sync(0xffffffffu, s, o);
-      if (lane >= o) s += y;
-    }
-    if (lane < nw) warp_sums[lane] = s;  // inclusive
-  }
-  __syncthreads();
-  const uint32_t before = warp == 0 ? 0u : warp_sums[warp - 1];
-  if (total) *total = warp_sums[nw - 1];
-  return before + x - v;
-}
-
 __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
-  __shared__ uint32_t warp_sums[32];
+  using Scan = cub::BlockScan<uint32_t, kRankThreads>;
+  __shared__ typename Scan::TempStorage scan;
   const int64_t base = int64_t(blockIdx.x) * kRankBlock + threadIdx.x * 4;
   int pc[4];
   uint32_t sum = 0;
@@ -134,8 +111,8 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
     pc[j] = w < s.words ? __popcll(s.bits[w]) : 0;
     sum += uint32_t(pc[j]);
   }
-  uint32_t total = 0;
-  uint32_t ex = block_exclusive_scan(sum, warp_sums, &total);
+  uint32_t ex = 0, total = 0;
+  Scan(scan).ExclusiveSum(sum, ex, total);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int64_t w = base + j;
@@ -146,15 +123,17 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
 }
 
 // One block of 1024 threads turns the block sums into an exclusive prefix (in place).
-__global__ void __launch_bounds__(1024) rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count,
-                                                           ErrSlot* err) {
-  __shared__ uint32_t warp_sums[32];
+constexpr int kRankBlocksThreads = 1024;
+__global__ void __launch_bounds__(kRankBlocksThreads) rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count,
+                                                                         ErrSlot* err) {
+  using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
+  __shared__ typename Scan::TempStorage scan;
   const int64_t per = (nblocks + blockDim.x - 1) / blockDim.x;
   const int64_t b0 = threadIdx.x * per;
   uint64_t sum = 0;
   for (int64_t b = b0; b < b0 + per && b < nblocks; ++b) sum += s.rank_block[b];
-  uint32_t total = 0;
-  uint32_t ex = block_exclusive_scan(uint32_t(sum), warp_sums, &total);
+  uint32_t ex = 0, total = 0;
+  Scan(scan).ExclusiveSum(uint32_t(sum), ex, total);
   for (int64_t b = b0; b < b0 + per && b < nblocks; ++b) {
     const uint32_t v = s.rank_block[b];
     s.rank_block[b] = ex;
@@ -226,7 +205,7 @@ void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st
   const int64_t nb = rank_blocks(s.words);
   rank_local_kernel<<<unsigned(nb), kRankThreads, 0, st>>>(s);
   SCN_CUDA_LAUNCHED();
-  rank_blocks_kernel<<<1, 1024, 0, st>>>(s, nb, set_count, err);
+  rank_blocks_kernel<<<1, kRankBlocksThreads, 0, st>>>(s, nb, set_count, err);
   SCN_CUDA_LAUNCHED();
 }
 

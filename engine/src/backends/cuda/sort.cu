@@ -8,6 +8,8 @@
 // (A CUB radix sort of the full mask over the capacity was measured first: 40-60 µs per map.)
 // The order inside a bucket depends on atomic timing, which is harmless: each output row keeps
 // its own summation order, so results never depend on which rows share a tile.
+#include <cub/block/block_scan.cuh>
+
 #include "backends/cuda/common.cuh"
 
 namespace scn::cuda {
@@ -55,8 +57,9 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scatter_kernel(const uint
                                                                       int32_t* __restrict__ order) {
   // Every block scans the histogram itself (4096 buckets: 16 per thread), so no separate scan pass.
   constexpr int kPer = kRowBuckets / kScanThreads;
+  using Scan = cub::BlockScan<uint32_t, kScanThreads>;
   __shared__ uint32_t base[kRowBuckets];
-  __shared__ uint32_t warp_sums[kScanThreads / 32];
+  __shared__ typename Scan::TempStorage scan;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   uint32_t local[kPer];
   uint32_t sum = 0;
@@ -65,17 +68,8 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scatter_kernel(const uint
     local[q] = hist[tid * kPer + q];
     sum += local[q];
   }
-  uint32_t x = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o) x += y;
-  }
-  if (lane == 31) warp_sums[warp] = x;
-  __syncthreads();
-  uint32_t before = 0;
-  for (int w = 0; w < warp; ++w) before += warp_sums[w];
-  uint32_t run = before + x - sum;
+  uint32_t run = 0;
+  Scan(scan).ExclusiveSum(sum, run);
 #pragma unroll
   for (int q = 0; q < kPer; ++q) {
     base[tid * kPer + q] = run;
