@@ -107,7 +107,8 @@ if [ "${SCN_SKIP_ZOO:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
         --indices "/tmp/scn-zoo/$idx" --grid "$grid" --batch "$batch" --device cuda --runs 200 | grep -E "latency|workspace"
     done < /tmp/scn-zoo/cases.tsv
   } > "$OUT/zoo.log" 2>&1
-  echo "zoo: $(tail -1 "$OUT/zoo.log") in $(( $(date +%s) - t4 )) s" | tee -a "$OUT/env.log"
+  echo "zoo: $(grep -E "^zoo rc" "$OUT/zoo.log") in $(( $(date +%s) - t4 )) s" | tee -a "$OUT/env.log"
+  grep -E "cosine|FAIL" "$OUT/zoo.log" | head -20
 fi
 
 if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp/scn-zoo/centerpoint/model.onnx ]; then
