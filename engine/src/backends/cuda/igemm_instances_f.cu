@@ -10,20 +10,13 @@
 namespace scn::cuda::igemm {
 
 void add_instances_f(std::vector<Instance> &v) {
-  v.push_back(
-      make_instance<128, 32, 16, 8, 1, 4, false, 1, 1>("igemm m128n32k16s4w8"));
-  v.push_back(make_instance<128, 32, 32, 8, 1, 4, true, 1, 3>(
-      "igemm m128n32k32s4tw8r3"));
-  v.push_back(make_instance<128, 32, 32, 8, 1, 3, true, 1, 4>(
-      "igemm m128n32k32s3tw8r4"));
-  v.push_back(
-      make_instance<64, 32, 32, 4, 1, 4, true, 1, 1>("igemm m64n32k32s4t"));
-  v.push_back(
-      make_instance<64, 32, 32, 4, 1, 4, true, 1, 5>("igemm m64n32k32s4tr5"));
-  v.push_back(
-      make_instance<64, 32, 32, 4, 2, 4, true, 1, 1>("igemm m64n32k32s4tw8"));
-  v.push_back(
-      make_instance<64, 32, 16, 4, 1, 4, false, 1, 1>("igemm m64n32k16s4"));
+  v.push_back(make_instance<128, 32, 16, 8, 1, 4, false, 1, 1>("igemm m128n32k16s4w8"));
+  v.push_back(make_instance<128, 32, 32, 8, 1, 4, true, 1, 3>("igemm m128n32k32s4tw8r3"));
+  v.push_back(make_instance<128, 32, 32, 8, 1, 3, true, 1, 4>("igemm m128n32k32s3tw8r4"));
+  v.push_back(make_instance<64, 32, 32, 4, 1, 4, true, 1, 1>("igemm m64n32k32s4t"));
+  v.push_back(make_instance<64, 32, 32, 4, 1, 4, true, 1, 5>("igemm m64n32k32s4tr5"));
+  v.push_back(make_instance<64, 32, 32, 4, 2, 4, true, 1, 1>("igemm m64n32k32s4tw8"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 4, false, 1, 1>("igemm m64n32k16s4"));
 }
 
-} // namespace scn::cuda::igemm
+}  // namespace scn::cuda::igemm

@@ -9,52 +9,30 @@
 namespace scn::cuda::igemm {
 
 void add_instances_i8(std::vector<Instance> &v) {
-  v.push_back(make_instance<128, 16, 8, 4, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n16k8s4"));
-  v.push_back(make_instance<128, 16, 8, 4, 1, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m128n16k8s4t"));
-  v.push_back(make_instance<128, 16, 8, 4, 1, 3, false, 4, 1, 1, kI8>(
-      "igemm-i8 m128n16k8s3g4"));
-  v.push_back(make_instance<128, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n32k8s4"));
-  v.push_back(make_instance<128, 32, 8, 8, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n32k8s4w8"));
-  v.push_back(make_instance<128, 16, 16, 4, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n16k16s4"));
-  v.push_back(make_instance<128, 16, 16, 4, 1, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m128n16k16s4t"));
-  v.push_back(make_instance<128, 32, 16, 4, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n32k16s4"));
-  v.push_back(make_instance<128, 32, 16, 8, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m128n32k16s4w8"));
-  v.push_back(make_instance<128, 32, 16, 8, 1, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m128n32k16s4tw8"));
-  v.push_back(make_instance<128, 32, 16, 4, 1, 3, false, 2, 1, 1, kI8>(
-      "igemm-i8 m128n32k16s3g2"));
-  v.push_back(make_instance<128, 32, 16, 8, 1, 3, false, 2, 1, 1, kI8>(
-      "igemm-i8 m128n32k16s3g2w8"));
-  v.push_back(make_instance<128, 64, 32, 4, 2, 3, true, 1, 1, 1, kI8>(
-      "igemm-i8 m128n64k32s3tw8"));
-  v.push_back(make_instance<64, 64, 32, 2, 2, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m64n64k32s4t"));
-  v.push_back(make_instance<64, 64, 16, 2, 2, 3, false, 1, 1, 1, kI8>(
-      "igemm-i8 m64n64k16s3"));
-  v.push_back(make_instance<32, 128, 64, 1, 4, 3, true, 1, 1, 1, kI8>(
-      "igemm-i8 m32n128k64s3t"));
-  v.push_back(make_instance<64, 128, 32, 2, 2, 3, true, 1, 1, 1, kI8>(
-      "igemm-i8 m64n128k32s3t"));
-  v.push_back(make_instance<64, 128, 16, 2, 2, 3, false, 1, 1, 1, kI8>(
-      "igemm-i8 m64n128k16s3"));
-  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m64n32k16s4t"));
-  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 6, 1, kI8>(
-      "igemm-i8 m64n32k16s4tr6"));
-  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 8, 1, kI8>(
-      "igemm-i8 m64n32k16s4tr8"));
-  v.push_back(make_instance<64, 32, 16, 4, 2, 4, true, 1, 1, 1, kI8>(
-      "igemm-i8 m64n32k16s4tw8"));
-  v.push_back(make_instance<64, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>(
-      "igemm-i8 m64n32k8s4"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4t"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 3, false, 4, 1, 1, kI8>("igemm-i8 m128n16k8s3g4"));
+  v.push_back(make_instance<128, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4"));
+  v.push_back(make_instance<128, 32, 8, 8, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4w8"));
+  v.push_back(make_instance<128, 16, 16, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n16k16s4"));
+  v.push_back(make_instance<128, 16, 16, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n16k16s4t"));
+  v.push_back(make_instance<128, 32, 16, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k16s4"));
+  v.push_back(make_instance<128, 32, 16, 8, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k16s4w8"));
+  v.push_back(make_instance<128, 32, 16, 8, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n32k16s4tw8"));
+  v.push_back(make_instance<128, 32, 16, 4, 1, 3, false, 2, 1, 1, kI8>("igemm-i8 m128n32k16s3g2"));
+  v.push_back(make_instance<128, 32, 16, 8, 1, 3, false, 2, 1, 1, kI8>("igemm-i8 m128n32k16s3g2w8"));
+  v.push_back(make_instance<128, 64, 32, 4, 2, 3, true, 1, 1, 1, kI8>("igemm-i8 m128n64k32s3tw8"));
+  v.push_back(make_instance<64, 64, 32, 2, 2, 4, true, 1, 1, 1, kI8>("igemm-i8 m64n64k32s4t"));
+  v.push_back(make_instance<64, 64, 16, 2, 2, 3, false, 1, 1, 1, kI8>("igemm-i8 m64n64k16s3"));
+  v.push_back(make_instance<32, 128, 64, 1, 4, 3, true, 1, 1, 1, kI8>("igemm-i8 m32n128k64s3t"));
+  v.push_back(make_instance<64, 128, 32, 2, 2, 3, true, 1, 1, 1, kI8>("igemm-i8 m64n128k32s3t"));
+  v.push_back(make_instance<64, 128, 16, 2, 2, 3, false, 1, 1, 1, kI8>("igemm-i8 m64n128k16s3"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m64n32k16s4t"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 6, 1, kI8>("igemm-i8 m64n32k16s4tr6"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 1, 8, 1, kI8>("igemm-i8 m64n32k16s4tr8"));
+  v.push_back(make_instance<64, 32, 16, 4, 2, 4, true, 1, 1, 1, kI8>("igemm-i8 m64n32k16s4tw8"));
+  v.push_back(make_instance<64, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m64n32k8s4"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 2, 1, 1, kI8>("igemm-i8 m64n32k16s4tg2"));
 }
 
-} // namespace scn::cuda::igemm
+}  // namespace scn::cuda::igemm
