@@ -11,6 +11,7 @@ namespace scn::cuda::igemm {
 void add_instances_i8(std::vector<Instance> &v) {
   v.push_back(make_instance<128, 16, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4"));
   v.push_back(make_instance<128, 16, 8, 4, 1, 4, true, 1, 1, 1, kI8>("igemm-i8 m128n16k8s4t"));
+  v.push_back(make_instance<128, 16, 8, 4, 1, 3, true, 2, 1, 1, kI8>("igemm-i8 m128n16k8s3tg2"));
   v.push_back(make_instance<128, 16, 8, 4, 1, 3, false, 4, 1, 1, kI8>("igemm-i8 m128n16k8s3g4"));
   v.push_back(make_instance<128, 32, 8, 4, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4"));
   v.push_back(make_instance<128, 32, 8, 8, 1, 4, false, 1, 1, 1, kI8>("igemm-i8 m128n32k8s4w8"));
