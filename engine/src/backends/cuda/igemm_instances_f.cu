@@ -17,6 +17,7 @@ void add_instances_f(std::vector<Instance> &v) {
   v.push_back(make_instance<64, 32, 32, 4, 1, 4, true, 1, 5>("igemm m64n32k32s4tr5"));
   v.push_back(make_instance<64, 32, 32, 4, 2, 4, true, 1, 1>("igemm m64n32k32s4tw8"));
   v.push_back(make_instance<64, 32, 16, 4, 1, 4, false, 1, 1>("igemm m64n32k16s4"));
+  v.push_back(make_instance<64, 64, 64, 2, 2, 2, true, 1, 1>("igemm m64n64k64s2t"));
 }
 
 }  // namespace scn::cuda::igemm
