@@ -18,6 +18,8 @@ void add_instances_f(std::vector<Instance> &v) {
   v.push_back(make_instance<64, 32, 32, 4, 2, 4, true, 1, 1>("igemm m64n32k32s4tw8"));
   v.push_back(make_instance<64, 32, 16, 4, 1, 4, false, 1, 1>("igemm m64n32k16s4"));
   v.push_back(make_instance<64, 64, 64, 2, 2, 2, true, 1, 1>("igemm m64n64k64s2t"));
+  v.push_back(make_instance<128, 16, 16, 4, 1, 2, true, 2, 1>("igemm m128n16k16s2tg2"));
+  v.push_back(make_instance<64, 32, 32, 4, 1, 2, true, 2, 1>("igemm m64n32k32s2tg2"));
 }
 
 }  // namespace scn::cuda::igemm
