@@ -20,6 +20,7 @@ void add_instances_f(std::vector<Instance> &v) {
   v.push_back(make_instance<64, 64, 64, 2, 2, 2, true, 1, 1>("igemm m64n64k64s2t"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 2, true, 2, 1>("igemm m128n16k16s2tg2"));
   v.push_back(make_instance<64, 32, 32, 4, 1, 2, true, 2, 1>("igemm m64n32k32s2tg2"));
+  v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 1>("igemm m64n32k16s2tg4"));
 }
 
 }  // namespace scn::cuda::igemm

@@ -36,6 +36,7 @@ void add_instances_i8(std::vector<Instance> &v) {
   v.push_back(make_instance<64, 32, 16, 4, 1, 4, true, 2, 1, 1, kI8>("igemm-i8 m64n32k16s4tg2"));
   v.push_back(make_instance<64, 64, 32, 2, 2, 2, true, 2, 1, 1, kI8>("igemm-i8 m64n64k32s2tg2"));
   v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 1, 1, kI8>("igemm-i8 m64n32k16s2tg4"));
+  v.push_back(make_instance<64, 32, 8, 4, 1, 2, true, 4, 1, 1, kI8>("igemm-i8 m64n32k8s2tg4"));
 }
 
 }  // namespace scn::cuda::igemm
