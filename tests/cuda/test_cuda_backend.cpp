@@ -296,6 +296,12 @@ TEST(CudaBackend, Deterministic) {
     auto e5 = b.build(cuda_options(true));
     EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "general submanifold map differs from the symmetric one";
   }
+  {
+    // strided maps gathered per output row against the default scattered from the input rows
+    ScopedEnv gather("SCN_CUDA_STRIDED_SCATTER", "0");
+    auto e6 = b.build(cuda_options(true));
+    EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "gathered strided maps differ from scattered ones";
+  }
   // split-K over kernel offsets (clusters): a different summation order, but one per class
   {
     ScopedEnv split("SCN_CUDA_SPLIT", "4");

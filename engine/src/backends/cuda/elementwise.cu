@@ -110,17 +110,22 @@ __global__ void densify_kernel(const DensifyPlan p) {
   }
 }
 
-// Four consecutive positions of the innermost output axis (a spatial axis) per thread: four
-// lookups, four 16-byte row reads, then per channel one 8-byte store of four outputs.
+// Four consecutive positions of the innermost output axis (a spatial axis) and up to
+// kDensifyGroups channel groups of 8 per thread: four lookups (the site lookup is the costly part,
+// and it does not depend on the channel), then per channel group four 16-byte row reads and per
+// channel one 8-byte store of four outputs.
+constexpr int kDensifyGroups = 4;
+
 __global__ void densify4_kernel(const DensifyPlan p) {
   const DensifyArgs& a = p.a;
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   __half* __restrict__ y = static_cast<__half*>(a.y);
   const int64_t quads = p.npos / 4;
-  const int64_t total = quads * p.groups;
+  const int gblocks = (p.groups + kDensifyGroups - 1) / kDensifyGroups;
+  const int64_t total = quads * gblocks;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int g = int(t / quads);
-    int64_t rem = (t - int64_t(g) * quads) * 4;
+    const int gb = int(t / quads);
+    int64_t rem = (t - int64_t(gb) * quads) * 4;
     int q[5] = {0, 0, 0, 0, 0};
     int64_t off = 0, stride = 1;
 #pragma unroll
@@ -134,25 +139,33 @@ __global__ void densify4_kernel(const DensifyPlan p) {
       off += q[j] * stride;
       stride *= a.out_size[j];
     }
-    const int c0 = g * 8;
-    alignas(16) __half v[4][8];
+    int32_t rows[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       int qe[5] = {q[0], q[1], q[2], q[3], q[4] + e};  // axis 4 (innermost output axis) is spatial here
-      const int32_t row = site_lookup(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
-                                      src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
-      if (row >= 0) {
-        *reinterpret_cast<uint4*>(v[e]) = *reinterpret_cast<const uint4*>(x + int64_t(row) * a.cp + c0);
-      } else {
-#pragma unroll
-        for (int q = 0; q < 8; ++q) v[e][q] = __float2half_rn(0.f);
-      }
+      rows[e] = site_lookup(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
+                            src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
     }
+    for (int gi = 0; gi < kDensifyGroups; ++gi) {
+      const int g = gb * kDensifyGroups + gi;
+      if (g >= p.groups) break;
+      const int c0 = g * 8;
+      alignas(16) __half v[4][8];
 #pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      if (c0 + q >= a.channels) break;
-      alignas(8) __half o[4] = {v[0][q], v[1][q], v[2][q], v[3][q]};
-      *reinterpret_cast<uint2*>(y + off + int64_t(c0 + q) * p.cs) = *reinterpret_cast<const uint2*>(o);
+      for (int e = 0; e < 4; ++e) {
+        if (rows[e] >= 0) {
+          *reinterpret_cast<uint4*>(v[e]) = *reinterpret_cast<const uint4*>(x + int64_t(rows[e]) * a.cp + c0);
+        } else {
+#pragma unroll
+          for (int q = 0; q < 8; ++q) v[e][q] = __float2half_rn(0.f);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        if (c0 + q >= a.channels) break;
+        alignas(8) __half o[4] = {v[0][q], v[1][q], v[2][q], v[3][q]};
+        *reinterpret_cast<uint2*>(y + off + int64_t(c0 + q) * p.cs) = *reinterpret_cast<const uint2*>(o);
+      }
     }
   }
 }
@@ -229,7 +242,8 @@ void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
   if (total == 0) return;
   // innermost output axis spatial and a multiple of 4 wide: 8-byte stores of 4 positions
   if (p.jc != 4 && a.out_size[4] % 4 == 0 && p.cs % 4 == 0) {
-    densify4_kernel<<<grid_for(total / 4, 256, sm, 16), 256, 0, st>>>(p);
+    const int64_t threads = p.npos / 4 * ((p.groups + kDensifyGroups - 1) / kDensifyGroups);
+    densify4_kernel<<<grid_for(threads, 256, sm, 16), 256, 0, st>>>(p);
   } else {
     densify_kernel<<<grid_for(total, 256, sm, 16), 256, 0, st>>>(p);
   }

@@ -11,6 +11,7 @@ void add_instances_q(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 64, 16, 2, 2, 3, false, 1, 1, 1, kF16Q>("igemm-q m64n64k16s3"));
   v.push_back(make_instance<64, 128, 16, 2, 2, 3, false, 1, 1, 1, kF16Q>("igemm-q m64n128k16s3"));
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, true, 1, 1, 1, kF16Q>("igemm-q m128n16k16s4t"));
+  v.push_back(make_instance<128, 16, 16, 4, 1, 2, true, 2, 1, 1, kF16Q>("igemm-q m128n16k16s2tg2"));
 }
 
 }  // namespace scn::cuda::igemm

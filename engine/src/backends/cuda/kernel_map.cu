@@ -1,5 +1,6 @@
 // Kernel maps on the GPU in the implicit-GEMM format out_in[o * K + k] (input row or -1), one
-// O(1) bitmap-rank lookup (common.cuh) per (row, offset), one thread each.
+// O(1) bitmap-rank lookup (common.cuh) per (row, offset), one thread each; strided maps by
+// default from the input side (one lookup per (input, tap) pair, strided_scatter_kernel).
 //   subm:     in = o + (r - K/2) * dil                           on the same site set
 //   strided:  in = o * st - p + r * dil                          on the conv's input set
 //   inverse:  out = (i + p - r * dil) / st when divisible, for i on the strided conv's input set
@@ -114,6 +115,51 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock) subm_sym_kernel(SiteIndex 
   }
 }
 
+// Strided map from the input side: one thread per input row; for each kernel tap whose output
+// coordinate is whole and inside the grid (the pairs strided_mark_kernel marked),
+// out_in[row(o) * K + k] = i. An (o, k) entry has at most one input site, so after the live rows
+// are set to -1 this is the gather form's map, with one lookup per (input, tap) pair (~3.4 at
+// stride 2) instead of one per (output, offset) (27).
+constexpr int kScatterAxis = 32;
+
+__global__ void strided_scatter_kernel(SiteIndex in, SiteIndex out, MapGeom g, int32_t* __restrict__ out_in) {
+  const int K = g.K();
+  const int64_t n = rows_of(in.count, in.cap);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 c = in.coords[i];
+    // the site's row (a duplicate row that lost the site, or a row outside the grid, maps nothing)
+    if (site_lookup(in, c.x, c.y, c.z, c.w) != int32_t(i)) continue;
+    uint32_t m0 = 0, m1 = 0, m2 = 0;
+    for (int r = 0; r < g.k0; ++r) {
+      const int t = c.y + g.p0 - r * g.d0;
+      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) m0 |= 1u << r;
+    }
+    for (int r = 0; r < g.k1; ++r) {
+      const int t = c.z + g.p1 - r * g.d1;
+      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) m1 |= 1u << r;
+    }
+    for (int r = 0; r < g.k2; ++r) {
+      const int t = c.w + g.p2 - r * g.d2;
+      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) m2 |= 1u << r;
+    }
+    for (uint32_t a = m0; a; a &= a - 1u)
+      for (uint32_t b = m1; b; b &= b - 1u)
+        for (uint32_t e = m2; e; e &= e - 1u) {
+          const int r0 = __ffs(a) - 1, r1 = __ffs(b) - 1, r2 = __ffs(e) - 1;
+          const int32_t o = site_lookup(out, c.x, (c.y + g.p0 - r0 * g.d0) / g.st0, (c.z + g.p1 - r1 * g.d1) / g.st1,
+                                        (c.w + g.p2 - r2 * g.d2) / g.st2);
+          if (o >= 0) out_in[int64_t(o) * K + (r0 * g.k1 + r1) * g.k2 + r2] = int32_t(i);
+        }
+  }
+}
+
+// -1 in the K entries of every live row of a map.
+__global__ void map_clear_kernel(const int* count, int64_t cap, int K, int32_t* __restrict__ out_in) {
+  const int64_t total = rows_of(count, cap) * K;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x)
+    out_in[t] = -1;
+}
+
 int map_grid(int64_t cap, int sm) {
   const int64_t need = (cap + kRowsPerBlock - 1) / kRowsPerBlock;
   const int64_t most = int64_t(sm) * 32;
@@ -140,6 +186,17 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, i
 
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm,
                         cudaStream_t st) {
+  // from the input side (fewer lookups), unless neighbour masks are wanted (row sort) or asked off
+  const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER");
+  const bool scatter = (e == nullptr || std::atoi(e) != 0) && !masks && g.k0 <= kScatterAxis &&
+                       g.k1 <= kScatterAxis && g.k2 <= kScatterAxis;
+  if (scatter) {
+    map_clear_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(out.count, out.cap, g.K(), out_in);
+    SCN_CUDA_LAUNCHED();
+    strided_scatter_kernel<<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g, out_in);
+    SCN_CUDA_LAUNCHED();
+    return;
+  }
   map_kernel<MapMode::Strided><<<map_grid(out.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(out, in, g, out_in, masks);
   SCN_CUDA_LAUNCHED();
 }
