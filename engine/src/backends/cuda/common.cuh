@@ -33,8 +33,7 @@ __device__ __forceinline__ bool site_in_grid(const SiteIndex& s, int b, int i0, 
 __device__ __forceinline__ int64_t site_rank(const SiteIndex& s, int64_t key, uint64_t word) {
   const int64_t w = key >> 6;
   const uint64_t below = (uint64_t(1) << (key & 63)) - 1;
-  return int64_t(__ldg(s.rank_block + (w / kRankBlock))) + int64_t(__ldg(s.rank_local + w)) +
-         __popcll(word & below);
+  return int64_t(__ldg(s.rank_block + (w / kRankBlock))) + int64_t(__ldg(s.rank_local + w)) + __popcll(word & below);
 }
 
 /// Row of the site (b, i0, i1, i2) or -1 (absent, outside the grid, or dropped by an overflow).
@@ -48,6 +47,30 @@ __device__ __forceinline__ int32_t site_lookup(const SiteIndex& s, int b, int i0
   return s.perm ? __ldg(s.perm + r) : int32_t(r);
 }
 
+/// Kernel taps of input site `c` whose strided-conv output coordinate is whole and inside the output
+/// grid, as one bit mask per axis (bit r = tap r; at most kMaxTapsPerAxis taps per axis). Masks, not
+/// arrays: a stack frame would make the driver reserve local memory for every resident thread.
+constexpr int kMaxTapsPerAxis = 32;
+struct TapMasks {
+  uint32_t m0, m1, m2;
+};
+__device__ __forceinline__ TapMasks strided_taps(const int4& c, const MapGeom& g, const SiteIndex& out) {
+  TapMasks m{0u, 0u, 0u};
+  for (int r = 0; r < g.k0; ++r) {
+    const int t = c.y + g.p0 - r * g.d0;
+    if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) m.m0 |= 1u << r;
+  }
+  for (int r = 0; r < g.k1; ++r) {
+    const int t = c.z + g.p1 - r * g.d1;
+    if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) m.m1 |= 1u << r;
+  }
+  for (int r = 0; r < g.k2; ++r) {
+    const int t = c.w + g.p2 - r * g.d2;
+    if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) m.m2 |= 1u << r;
+  }
+  return m;
+}
+
 /// Device row count clamped to the capacity.
 __device__ __forceinline__ int64_t rows_of(const int* count, int64_t cap) {
   const int64_t n = *count;
@@ -56,18 +79,22 @@ __device__ __forceinline__ int64_t rows_of(const int* count, int64_t cap) {
 
 __device__ __forceinline__ float apply_act(float v, Act a, float alpha) {
   switch (a) {
-    case Act::None: return v;
-    case Act::ReLU: return v > 0.f ? v : 0.f;
-    case Act::Sigmoid: return 1.f / (1.f + expf(-v));
-    case Act::LeakyReLU: return v > 0.f ? v : v * alpha;
+    case Act::None:
+      return v;
+    case Act::ReLU:
+      return v > 0.f ? v : 0.f;
+    case Act::Sigmoid:
+      return 1.f / (1.f + expf(-v));
+    case Act::LeakyReLU:
+      return v > 0.f ? v : v * alpha;
   }
   return v;
 }
 
 /// The conv epilogue on one value, rounding exactly where an unfused fp16 engine stores:
 /// y = half(act(acc + bias)); with a residual y = half(y + r); then the optional ReLU.
-__device__ __forceinline__ float epilogue_value(float acc, float bias, Act act, float alpha, bool has_res,
-                                                float res, bool relu_after) {
+__device__ __forceinline__ float epilogue_value(float acc, float bias, Act act, float alpha, bool has_res, float res,
+                                                bool relu_after) {
   float v = __half2float(__float2half_rn(apply_act(acc + bias, act, alpha)));
   if (has_res) v = __half2float(__float2half_rn(v + res));
   if (relu_after) v = v > 0.f ? v : 0.f;

@@ -20,14 +20,12 @@ enum class MapMode { Subm, Strided, Inverse };
 // so the few dependent loads of each lookup overlap across the block, and each warp writes one
 // row's K entries contiguously.
 template <MapMode M>
-__global__ void __launch_bounds__(32 * kRowsPerBlock) map_kernel(SiteIndex rows, SiteIndex look, MapGeom g,
-                                                                int32_t* __restrict__ out_in,
-                                                                uint32_t* __restrict__ masks) {
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    map_kernel(SiteIndex rows, SiteIndex look, MapGeom g, int32_t* __restrict__ out_in, uint32_t* __restrict__ masks) {
   const int K = g.K();
   const int64_t n = rows_of(rows.count, rows.cap);
   // rows are warp-uniform: every lane of a warp runs the same number of iterations
-  for (int64_t o = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.y; o < n;
-       o += int64_t(gridDim.x) * kRowsPerBlock) {
+  for (int64_t o = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.y; o < n; o += int64_t(gridDim.x) * kRowsPerBlock) {
     const int4 c = rows.coords[o];
     uint32_t mask = 0;
     for (int kb = 0; kb < K; kb += 32) {
@@ -66,8 +64,8 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock) map_kernel(SiteIndex rows,
 // or a duplicate that lost the perm slot) takes every offset by a full lookup, as the general
 // kernel does, and is never written by others: the map is bitwise identical to map_kernel<Subm>.
 // Valid only when every set bit has rank < cap (input sets).
-__global__ void __launch_bounds__(32 * kRowsPerBlock) subm_sym_kernel(SiteIndex s, MapGeom g,
-                                                                     int32_t* __restrict__ out_in) {
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    subm_sym_kernel(SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
   const int K = g.K();
   const int half = K / 2;
   const int lane = int(threadIdx.x);
@@ -120,8 +118,6 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock) subm_sym_kernel(SiteIndex 
 // out_in[row(o) * K + k] = i. An (o, k) entry has at most one input site, so after the live rows
 // are set to -1 this is the gather form's map, with one lookup per (input, tap) pair (~3.4 at
 // stride 2) instead of one per (output, offset) (27).
-constexpr int kScatterAxis = 32;
-
 __global__ void strided_scatter_kernel(SiteIndex in, SiteIndex out, MapGeom g, int32_t* __restrict__ out_in) {
   const int K = g.K();
   const int64_t n = rows_of(in.count, in.cap);
@@ -129,22 +125,10 @@ __global__ void strided_scatter_kernel(SiteIndex in, SiteIndex out, MapGeom g, i
     const int4 c = in.coords[i];
     // the site's row (a duplicate row that lost the site, or a row outside the grid, maps nothing)
     if (site_lookup(in, c.x, c.y, c.z, c.w) != int32_t(i)) continue;
-    uint32_t m0 = 0, m1 = 0, m2 = 0;
-    for (int r = 0; r < g.k0; ++r) {
-      const int t = c.y + g.p0 - r * g.d0;
-      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) m0 |= 1u << r;
-    }
-    for (int r = 0; r < g.k1; ++r) {
-      const int t = c.z + g.p1 - r * g.d1;
-      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) m1 |= 1u << r;
-    }
-    for (int r = 0; r < g.k2; ++r) {
-      const int t = c.w + g.p2 - r * g.d2;
-      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) m2 |= 1u << r;
-    }
-    for (uint32_t a = m0; a; a &= a - 1u)
-      for (uint32_t b = m1; b; b &= b - 1u)
-        for (uint32_t e = m2; e; e &= e - 1u) {
+    const TapMasks m = strided_taps(c, g, out);
+    for (uint32_t a = m.m0; a; a &= a - 1u)
+      for (uint32_t b = m.m1; b; b &= b - 1u)
+        for (uint32_t e = m.m2; e; e &= e - 1u) {
           const int r0 = __ffs(a) - 1, r1 = __ffs(b) - 1, r2 = __ffs(e) - 1;
           const int32_t o = site_lookup(out, c.x, (c.y + g.p0 - r0 * g.d0) / g.st0, (c.z + g.p1 - r1 * g.d1) / g.st1,
                                         (c.w + g.p2 - r2 * g.d2) / g.st2);
@@ -188,8 +172,8 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
                         cudaStream_t st) {
   // from the input side (fewer lookups), unless neighbour masks are wanted (row sort) or asked off
   const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER");
-  const bool scatter = (e == nullptr || std::atoi(e) != 0) && !masks && g.k0 <= kScatterAxis &&
-                       g.k1 <= kScatterAxis && g.k2 <= kScatterAxis;
+  const bool scatter = (e == nullptr || std::atoi(e) != 0) && !masks && g.k0 <= kMaxTapsPerAxis &&
+                       g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
   if (scatter) {
     map_clear_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(out.count, out.cap, g.K(), out_in);
     SCN_CUDA_LAUNCHED();

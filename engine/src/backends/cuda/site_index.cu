@@ -18,8 +18,8 @@ namespace {
 // The input step in one launch: thread i converts row i's C features into cp padded halves
 // (flagging non-finite values), then validates its coordinates and inserts the site.
 template <bool kFp32>
-__global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C,
-                                            int cp, __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
+__global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C, int cp,
+                                            __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 r = raw[i];
@@ -52,39 +52,22 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
     }
     const int64_t key = site_key(s, r.x, r.y, r.z, r.w);
     const unsigned long long bit = 1ull << (key & 63);
-    const unsigned long long old =
-        atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
+    const unsigned long long old = atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
     if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
   }
 }
 
 // One thread per input row: per axis the offsets that land on an output coordinate (a few
 // divisions per axis instead of per offset), then one bit per (row, offset) combination.
-constexpr int kMarkAxis = 32;  // taps per axis held in a 32-bit mask
-
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
     if (!site_in_grid(in, c.x, c.y, c.z, c.w)) continue;
-    // Kernel taps r whose output coordinate is whole and inside the grid, as bit masks (no local
-    // arrays: a stack frame would make the driver reserve local memory for every resident thread).
-    uint32_t m0 = 0, m1 = 0, m2 = 0;
-    for (int r = 0; r < g.k0; ++r) {
-      const int t = c.y + g.p0 - r * g.d0;
-      if (t >= 0 && t % g.st0 == 0 && t / g.st0 < out.s0) m0 |= 1u << r;
-    }
-    for (int r = 0; r < g.k1; ++r) {
-      const int t = c.z + g.p1 - r * g.d1;
-      if (t >= 0 && t % g.st1 == 0 && t / g.st1 < out.s1) m1 |= 1u << r;
-    }
-    for (int r = 0; r < g.k2; ++r) {
-      const int t = c.w + g.p2 - r * g.d2;
-      if (t >= 0 && t % g.st2 == 0 && t / g.st2 < out.s2) m2 |= 1u << r;
-    }
-    for (uint32_t a = m0; a; a &= a - 1u)
-      for (uint32_t b = m1; b; b &= b - 1u)
-        for (uint32_t e = m2; e; e &= e - 1u) {
+    const TapMasks m = strided_taps(c, g, out);
+    for (uint32_t a = m.m0; a; a &= a - 1u)
+      for (uint32_t b = m.m1; b; b &= b - 1u)
+        for (uint32_t e = m.m2; e; e &= e - 1u) {
           const int o0 = (c.y + g.p0 - (__ffs(a) - 1) * g.d0) / g.st0;
           const int o1 = (c.z + g.p1 - (__ffs(b) - 1) * g.d1) / g.st1;
           const int o2 = (c.w + g.p2 - (__ffs(e) - 1) * g.d2) / g.st2;
@@ -124,8 +107,8 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
 
 // One block of 1024 threads turns the block sums into an exclusive prefix (in place).
 constexpr int kRankBlocksThreads = 1024;
-__global__ void __launch_bounds__(kRankBlocksThreads) rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count,
-                                                                         ErrSlot* err) {
+__global__ void __launch_bounds__(kRankBlocksThreads)
+    rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err) {
   using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
   __shared__ typename Scan::TempStorage scan;
   const int64_t per = (nblocks + blockDim.x - 1) / blockDim.x;
@@ -195,8 +178,9 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
 }
 
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStream_t st) {
-  SCN_CHECK(g.k0 <= kMarkAxis && g.k1 <= kMarkAxis && g.k2 <= kMarkAxis, "strided convolution kernels larger than ",
-            kMarkAxis, " per axis are not supported by the CUDA backend");
+  SCN_CHECK(g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis,
+            "strided convolution kernels larger than ", kMaxTapsPerAxis,
+            " per axis are not supported by the CUDA backend");
   strided_mark_kernel<<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
   SCN_CUDA_LAUNCHED();
 }
