@@ -126,6 +126,19 @@ int64_t count_differ(const std::vector<float>& a, const std::vector<float>& b) {
   return n;
 }
 
+/// Every GPU output (aligned to the CPU's rows) is bitwise the CPU INT8 engine's, and at least 5 % of
+/// each CPU output is non-zero (a mostly-zero output would make the comparison weak).
+void expect_bitwise_and_nonzero(const std::vector<std::vector<float>>& got, const RunResult& cpu) {
+  for (size_t k = 0; k < got.size(); ++k) {
+    const std::vector<float> want = to_floats(cpu.outputs[k]);
+    ASSERT_EQ(got[k].size(), want.size());
+    double nz = 0;
+    for (float v : want) nz += v != 0.f;
+    EXPECT_GT(nz, 0.05 * double(want.size())) << "output " << k << " is mostly zero: the test would be weak";
+    EXPECT_EQ(count_differ(got[k], want), 0) << "output " << k << " of " << want.size() << " values";
+  }
+}
+
 TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
   SCN_REQUIRE_CUDA();
   for (uint64_t seed : {3u, 4u}) {
@@ -147,14 +160,7 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
       const RunResult rg = run(*gpu, {in});
       const auto got = outputs_as_cpu(rg, rc, b.graph());
       ASSERT_EQ(got.size(), 2u);
-      for (size_t k = 0; k < got.size(); ++k) {
-        const std::vector<float> want = to_floats(rc.outputs[k]);
-        ASSERT_EQ(got[k].size(), want.size());
-        double nz = 0;
-        for (float v : want) nz += v != 0.f;
-        EXPECT_GT(nz, 0.05 * double(want.size())) << "output " << k << " is mostly zero: the test would be weak";
-        EXPECT_EQ(count_differ(got[k], want), 0) << "output " << k << " of " << want.size() << " values";
-      }
+      expect_bitwise_and_nonzero(got, rc);
       if (cfg.empty()) {
         bool i8 = false;
         for (const auto& l : gpu->profile_layers()) i8 = i8 || l.algorithm.find("igemm-i8") != std::string::npos;
@@ -217,14 +223,7 @@ TEST(CudaInt8, UnfusedAddAndReluMatchTheCpu) {
   }
   EXPECT_EQ(adds, 2) << "both Adds run as their own steps";
   EXPECT_EQ(relus, 1);
-  const auto got = outputs_as_cpu(rg, rc, b.graph());
-  for (size_t k = 0; k < got.size(); ++k) {
-    const std::vector<float> want = to_floats(rc.outputs[k]);
-    double nz = 0;
-    for (float v : want) nz += v != 0.f;
-    EXPECT_GT(nz, 0.05 * double(want.size())) << k;
-    EXPECT_EQ(count_differ(got[k], want), 0) << "output " << k << " of " << want.size() << " values";
-  }
+  expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
 }
 
 TEST(CudaInt8, RowOrderAndMapStreamDoNotChangeResults) {

@@ -349,6 +349,8 @@ class CudaEngine final : public Engine {
       sort_rows_ = v == "auto" ? RowSort::Auto : RowSort(std::atoi(e));
     }
     if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
+    if (const char* e = std::getenv("SCN_CUDA_SUBM_SYM")) subm_sym_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER")) strided_scatter_ = std::atoi(e) != 0;
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;
@@ -1537,7 +1539,8 @@ class CudaEngine final : public Engine {
         int32_t* out_in = map_ptr_[size_t(st.slot)];
         switch (m.kind) {
           case MapKind::Subm:
-            launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, sort_[size_t(st.slot)].masks, sm_count_, s);
+            launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, sort_[size_t(st.slot)].masks, subm_sym_,
+                            sm_count_, s);
             break;
           case MapKind::Strided: {
             SiteInfo& in = sites_[size_t(m.in_sites)];
@@ -1546,7 +1549,8 @@ class CudaEngine final : public Engine {
             launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
             launch_rank(out.dev, true, err_of(st.node), sm_count_, s);
             launch_emit_coords(out.dev, sm_count_, s);
-            launch_strided_map(in.dev, out.dev, geom, out_in, sort_[size_t(st.slot)].masks, sm_count_, s);
+            launch_strided_map(in.dev, out.dev, geom, out_in, sort_[size_t(st.slot)].masks, strided_scatter_,
+                               sm_count_, s);
             break;
           }
           case MapKind::Inverse: {
@@ -1878,6 +1882,8 @@ class CudaEngine final : public Engine {
   bool use_graph_ = true;
   bool autotune_ = true;
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
+  bool subm_sym_ = true;         // SCN_CUDA_SUBM_SYM=0: the general submanifold map kernel everywhere
+  bool strided_scatter_ = true;  // SCN_CUDA_STRIDED_SCATTER=0: strided maps gathered per output row
   int deep_split_ = 1;  // split-K cluster size for layers with >= 64 output channels
   RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask
   std::vector<SortPlan> sort_;

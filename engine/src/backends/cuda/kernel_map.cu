@@ -4,7 +4,6 @@
 //   subm:     in = o + (r - K/2) * dil                           on the same site set
 //   strided:  in = o * st - p + r * dil                          on the conv's input set
 //   inverse:  out = (i + p - r * dil) / st when divisible, for i on the strided conv's input set
-#include <cstdlib>
 
 #include "backends/cuda/common.cuh"
 
@@ -152,11 +151,11 @@ int map_grid(int64_t cap, int sm) {
 
 }  // namespace
 
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, int sm, cudaStream_t st) {
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, bool symmetric, int sm,
+                     cudaStream_t st) {
   // symmetric variant: input sets (perm: every set bit has rank < count <= cap), odd kernel sizes
   // (d(K-1-k) = -d(k)), K <= 31 (half a warp per row), no neighbour masks wanted (row sort off)
-  const bool sym = std::getenv("SCN_CUDA_SUBM_SYM") == nullptr || std::atoi(std::getenv("SCN_CUDA_SUBM_SYM")) != 0;
-  if (sym && s.perm && !masks && (g.k0 & 1) && (g.k1 & 1) && (g.k2 & 1) && g.K() <= 31) {
+  if (symmetric && s.perm && !masks && (g.k0 & 1) && (g.k1 & 1) && (g.k2 & 1) && g.K() <= 31) {
     const int64_t need = (s.cap + 2 * kRowsPerBlock - 1) / (2 * kRowsPerBlock);
     const int64_t most = int64_t(sm) * 32;
     const int grid = int(need < 1 ? 1 : (need < most ? need : most));
@@ -168,12 +167,11 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, i
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm,
-                        cudaStream_t st) {
-  // from the input side (fewer lookups), unless neighbour masks are wanted (row sort) or asked off
-  const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER");
-  const bool scatter = (e == nullptr || std::atoi(e) != 0) && !masks && g.k0 <= kMaxTapsPerAxis &&
-                       g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, bool from_inputs,
+                        int sm, cudaStream_t st) {
+  // from the input side (fewer lookups), unless neighbour masks are wanted (row sort)
+  const bool scatter =
+      from_inputs && !masks && g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
   if (scatter) {
     map_clear_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(out.count, out.cap, g.K(), out_in);
     SCN_CUDA_LAUNCHED();

@@ -83,10 +83,14 @@ void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
 /// out_in[o*K + k] for a submanifold map on site set s. With `masks` (K <= 32), also the row's
-/// neighbour mask (bit k set when out_in[o*K + k] >= 0).
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count, cudaStream_t st);
-/// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count,
+/// neighbour mask (bit k set when out_in[o*K + k] >= 0). `symmetric`: allow the half-lookup kernel
+/// where it applies (input sets, odd kernels, no masks); the map is the same either way.
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, bool symmetric, int sm_count,
+                     cudaStream_t st);
+/// out_in[o*K + k] for a strided conv: output set `out`, input set `in`. `from_inputs`: build it
+/// from the input rows (one lookup per (input, tap) pair) unless `masks` are wanted; the same map.
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, bool from_inputs,
+                        int sm_count,
                         cudaStream_t st);
 /// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
 /// strided outputs in `out` (looked up).
@@ -241,7 +245,7 @@ void launch_permute(const PermuteArgs& a, int sm_count, cudaStream_t st);
 /// Copies rows < count of x (stride xp) into y (stride c) so a sparse output is [N, C].
 void launch_compact_rows(const void* x, int xp, void* y, int c, int64_t n, cudaStream_t st);
 
-// ---- INT8 engines (elementwise.cu, docs/int8.md) ------------------------------------------------
+// ---- INT8 engines (quant.cu, docs/int8.md) ------------------------------------------------
 /// An operand of an int8-aware elementwise kernel: rows of `stride` elements, int8 (q, scale s)
 /// or fp16.
 struct QOperand {
@@ -255,7 +259,8 @@ struct QOperand {
 void launch_convert(QOperand x, void* y, int y_stride, bool y_q, float y_inv, int c, const int* count, int64_t cap,
                     int sm_count, cudaStream_t st);
 /// The Add node of an INT8 engine: int8 (y = float(qa)*sa + float(qb)*sb, operands on the grids
-/// 1/inv_a, 1/inv_b) or fp16 (y = a + b of the fp16 operands); stored int8 (y_q) or fp16; then ReLU.
+/// 1/inv_a, 1/inv_b) or fp16 (y = a + b of the fp16 operands); stored int8 (y_q) or fp16. (A Relu
+/// after it runs as its own step.)
 struct QAddArgs {
   QOperand a, b;
   bool add_q = false;
@@ -264,7 +269,6 @@ struct QAddArgs {
   int y_stride = 0;
   bool y_q = false;
   float y_inv = 0.f;
-  bool relu = false;
   int c = 0;
 };
 void launch_qadd(const QAddArgs& a, const int* count, int64_t cap, int sm_count, cudaStream_t st);

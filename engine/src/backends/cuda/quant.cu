@@ -59,7 +59,6 @@ __global__ void qadd_kernel(const QAddArgs a, const int* count, int64_t cap) {
         y = __fadd_rn(fa, fb);
       }
       o = a.y_q ? float(quantize8(y, a.y_inv)) : round_half(y);
-      if (a.relu) o = o > 0.f ? o : 0.f;
     }
     store(a.y, t, a.y_q, o);
   }
