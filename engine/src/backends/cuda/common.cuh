@@ -50,7 +50,6 @@ __device__ __forceinline__ int32_t site_lookup(const SiteIndex& s, int b, int i0
 /// Kernel taps of input site `c` whose strided-conv output coordinate is whole and inside the output
 /// grid, as one bit mask per axis (bit r = tap r; at most kMaxTapsPerAxis taps per axis). Masks, not
 /// arrays: a stack frame would make the driver reserve local memory for every resident thread.
-constexpr int kMaxTapsPerAxis = 32;
 struct TapMasks {
   uint32_t m0, m1, m2;
 };

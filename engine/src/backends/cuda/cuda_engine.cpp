@@ -833,6 +833,10 @@ class CudaEngine final : public Engine {
       if (an_.site_input[size_t(s)] >= 0) sites_[size_t(s)].cap_build = per_sample * options_.max_batch;
     for (const MapSlot& m : an_.maps) {
       if (m.kind != MapKind::Strided) continue;
+      for (int d = 0; d < 3; ++d)
+        SCN_CHECK(m.kernel_size[d] <= kMaxTapsPerAxis, g.source, ": ", g.describe(m.first_node), ": kernel_size ",
+                  m.kernel_size[d], " along axis ", d, " is larger than the ", kMaxTapsPerAxis,
+                  " taps per axis the CUDA backend supports for strided convolutions");
       int64_t ob = 0;
       for (int n : m.nodes) ob = std::max(ob, g.nodes[size_t(n)].conv.output_bound);
       SiteInfo& out = sites_[size_t(m.out_sites)];

@@ -57,6 +57,10 @@ constexpr int kRankBlock = 1024;  ///< words per rank block (1024 * 64 bits < 65
 inline int64_t rank_blocks(int64_t words) { return (words + kRankBlock - 1) / kRankBlock; }
 
 /// Geometry of a kernel map.
+/// Kernel taps per axis a strided conv may have on the GPU (the map kernels hold them in a 32-bit mask;
+/// the engine refuses larger kernels when it is built, naming the node).
+constexpr int kMaxTapsPerAxis = 32;
+
 struct MapGeom {
   int k0, k1, k2;     ///< kernel size
   int st0, st1, st2;  ///< stride
