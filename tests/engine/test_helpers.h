@@ -25,6 +25,15 @@ struct SparseInput {
   int batch = 1;
 };
 
+/// CPU-backend build options at a precision, with few threads (tests run beside each other).
+inline BuildOptions cpu_build_options(Precision precision, int threads = 2) {
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  o.precision = precision;
+  o.num_threads = threads;
+  return o;
+}
+
 inline SparseInput random_input(int64_t n, int c, Int3 grid, int batch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::set<std::tuple<int, int, int, int>> used;

@@ -136,11 +136,7 @@ inline Capture run_capture(Engine& e, const test::SparseInput& in) {
 
 inline Ranges fp32_absmax(const test::SparseInput& in) {
   EngineBuilder b = mixed_graph(nullptr);
-  BuildOptions o;
-  o.backend = Backend::Cpu;
-  o.precision = Precision::Fp32;
-  o.num_threads = 2;
-  auto e = b.build(o);
+  auto e = b.build(test::cpu_build_options(Precision::Fp32));
   Capture c = run_capture(*e, in);
   Ranges r;
   for (size_t v = 0; v < c.values.size(); ++v) {

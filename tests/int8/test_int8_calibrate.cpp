@@ -92,10 +92,7 @@ test::ModelDef sane_small_centerpoint() { return rescale_weights(test::small_cen
 TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   const std::string src = test::write_model(sane_small_centerpoint(), "calib_src.onnx");
   EngineBuilder b = parse_onnx(src);
-  BuildOptions o;
-  o.backend = Backend::Cpu;
-  o.precision = Precision::Fp32;
-  o.num_threads = 2;
+  const BuildOptions o = test::cpu_build_options(Precision::Fp32);
   auto e = b.build(o);
   Calibrator cal(e->graph(), 512);
   cpu::set_value_observer(*e, [&](const cpu::ObservedValue& v) { cal.observe(v); });

@@ -73,11 +73,7 @@ TEST(Int8Cpu, NodeByNodeMatchesFloat64Reference) {
   const test::SparseInput in = random_input(2000, 4, kGrid, 1, 5);
   const Ranges ranges = fp32_absmax(in);
   EngineBuilder b = mixed_graph(&ranges);
-  BuildOptions o;
-  o.backend = Backend::Cpu;
-  o.precision = Precision::Int8;
-  o.num_threads = 2;
-  auto e = b.build(o);
+  auto e = b.build(test::cpu_build_options(Precision::Int8));
   const Graph& g = e->graph();
   const Capture c = run_capture(*e, in);
   const ref::StoragePlan plan = ref::storage_plan(g);
@@ -129,11 +125,7 @@ TEST(Int8Cpu, WholeGraphMatchesFloat64Reference) {
   const test::SparseInput in = random_input(2000, 4, kGrid, 1, 6);
   const Ranges ranges = fp32_absmax(in);
   EngineBuilder b = mixed_graph(&ranges);
-  BuildOptions o;
-  o.backend = Backend::Cpu;
-  o.precision = Precision::Int8;
-  o.num_threads = 2;
-  auto e = b.build(o);
+  auto e = b.build(test::cpu_build_options(Precision::Int8));
   const Graph& g = e->graph();
   const Capture c = run_capture(*e, in);
   const ref::StoragePlan plan = ref::storage_plan(g);
@@ -195,11 +187,7 @@ TEST(Int8Cpu, WithoutInt8AttributesIsTheFp16Engine) {
   EngineBuilder b = test::centerpoint_builder(grid);
   Tensor y[2];
   for (int t = 0; t < 2; ++t) {
-    BuildOptions o;
-    o.backend = Backend::Cpu;
-    o.precision = t == 0 ? Precision::Fp16 : Precision::Int8;
-    o.num_threads = 2;
-    auto e = b.build(o);
+    auto e = b.build(test::cpu_build_options(t == 0 ? Precision::Fp16 : Precision::Int8));
     e->set_input(0, in.features, in.indices, in.grid, 1);
     e->forward();
     y[t] = e->output(0).clone();
