@@ -150,6 +150,52 @@ TEST(CudaBackend, EveryTileConfigMatches) {
   }
 }
 
+// The wgmma tiles (sm_90a, "wg") against an mma.sync tile of the same summation order: the output
+// must be bitwise equal (both sum 16-channel blocks in offset-then-channel order into float32), so
+// the autotuner may pick either without changing a result. 64 and 128 input channels (one and two
+// chunks per offset), a partial last N tile (96 outputs), a strided conv and a residual-free subm.
+TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
+  SCN_REQUIRE_CUDA();
+  std::vector<std::string> wg;
+  for (const std::string& c : cuda_tile_configs())
+    if (c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) wg.push_back(c);
+  if (wg.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
+  const Int3 g{20, 30, 30}, k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
+  const std::vector<ConvCase> cases = {
+      {64, 96, k3, one, one, one, true, Activation::ReLU, 1, 3000, g, "subm64"},
+      {128, 128, k3, one, one, one, true, Activation::None, 1, 3000, g, "subm128"},
+      {64, 128, k3, two, one, one, false, Activation::ReLU, 1, 3000, g, "strided64"},
+  };
+  for (const ConvCase& cc : cases) {
+    const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, 131);
+    const EngineBuilder b = single_conv(cc, 132);
+    std::vector<uint8_t> ref;
+    {
+      ScopedEnv env("SCN_CUDA_IGEMM", "m64n64k64s2t");
+      auto e = b.build(cuda_options());
+      ref = to_bytes(run(*e, {in}).outputs[0]);
+    }
+    size_t nonzero = 0;
+    for (size_t i = 0; i + 1 < ref.size(); i += 2) nonzero += (ref[i] | ref[i + 1]) != 0;
+    ASSERT_GT(nonzero, ref.size() / 8) << cc.name << ": the reference output is mostly zeros";
+    for (const std::string& cfg : wg) {
+      if (cfg.find("tg") != std::string::npos && cc.cin != 64) continue;  // G > 1: one 64-channel chunk only
+      SCOPED_TRACE(cc.name + " " + cfg);
+      ScopedEnv env("SCN_CUDA_IGEMM", cfg.c_str());
+      auto e = b.build(cuda_options());
+      const RunResult r = run(*e, {in});
+      const std::vector<uint8_t> got = to_bytes(r.outputs[0]);
+      ASSERT_EQ(got.size(), ref.size());
+      size_t diff = 0;
+      for (size_t i = 0; i < got.size(); i += 2) diff += got[i] != ref[i] || got[i + 1] != ref[i + 1];
+      EXPECT_EQ(diff, 0u) << diff << " of " << got.size() / 2 << " halves differ from m64n64k64s2t";
+      bool named = false;
+      for (const auto& l : e->profile_layers()) named = named || l.algorithm.find("igemm " + cfg + " ") != std::string::npos;
+      EXPECT_TRUE(named) << "the engine did not run " << cfg;
+    }
+  }
+}
+
 // Subm -> strided (rulebook) -> subm -> inverse (same rulebook): the inverse returns to the
 // strided conv's input sites.
 TEST(CudaBackend, InverseConv) {

@@ -46,10 +46,18 @@ bool cuda_available() {
 }
 
 std::vector<std::string> cuda_tile_configs(Precision precision) {
+  // wgmma tiles run on compute capability 9.0 only: not listed when the current GPU is another
+  int dev = 0, major = 0, minor = 0;
+  const bool other_gpu = cudaGetDevice(&dev) == cudaSuccess &&
+                         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                         (major != 9 || minor != 0);
+  cudaGetLastError();  // no device: clear the sticky error, list everything compiled
   std::vector<std::string> names;
   for (int id = 0; id < cuda::igemm_num_configs(); ++id) {
     const cuda::IgemmConfig& c = cuda::igemm_config(id);
     if ((c.mode == 0) != (precision != Precision::Int8)) continue;
+    if (c.wgmma && other_gpu) continue;
     std::string n = c.name;
     if (n.rfind("igemm ", 0) == 0) n = n.substr(6);
     names.push_back(n);

@@ -23,6 +23,9 @@ std::vector<Instance>& instances() {
     igemm::add_instances_f(all);
     igemm::add_instances_q(all);
     igemm::add_instances_i8(all);
+#if SCN_CUDA_WGMMA
+    igemm::add_instances_wg(all);
+#endif
     return all;
   }();
   return v;
@@ -37,7 +40,7 @@ const IgemmConfig& igemm_config(int id) { return instances().at(size_t(id)).cfg;
 bool igemm_config_fits(int id, int cin_p, int cc_major, int K, int mode) {
   const IgemmConfig& c = igemm_config(id);
   return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
-         (c.split == 1 || (cc_major >= 9 && K <= 32));
+         (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9);
 }
 
 int igemm_find_config(const char* name) {
@@ -53,7 +56,7 @@ int igemm_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_s
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p) {
   const IgemmConfig& c = igemm_config(id);
-  const int lds = c.bk + 8;
+  const int lds = c.wgmma ? c.bk : c.bk + 8;
   const int chunks = cin_p / c.bk;
   const int ny = (cout_p + c.bn - 1) / c.bn;
   std::vector<uint16_t> t(size_t(K) * size_t(chunks) * size_t(ny) * size_t(c.bn) * size_t(lds), 0);
@@ -65,7 +68,12 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
           const int co = j * c.bn + r;
           if (co >= cout_w) continue;
           const uint16_t* src = w.data() + (size_t(k) * cout_w + co) * cin_p + size_t(ch) * c.bk;
-          std::memcpy(slice + size_t(r) * lds, src, size_t(c.bk) * 2);
+          if (!c.wgmma) {
+            std::memcpy(slice + size_t(r) * lds, src, size_t(c.bk) * 2);
+            continue;
+          }
+          for (int q = 0; q < c.bk / 8; ++q)  // the 128-byte swizzle of the wgmma tiles (implicit_gemm.cuh)
+            std::memcpy(slice + size_t(r) * lds + size_t((q ^ (r & 7)) * 8), src + q * 8, 16);
         }
       }
   return t;
@@ -74,7 +82,13 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
 void igemm_init() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
+  int dev = 0, cc_major = 0, cc_minor = 0;
+  SCN_CUDA_CHECK(cudaGetDevice(&dev));
+  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
   for (Instance& in : instances()) {
+    // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
+    if (in.cfg.wgmma && (cc_major != 9 || cc_minor != 0)) continue;
     SCN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(in.kernel),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
     int bps = 0;

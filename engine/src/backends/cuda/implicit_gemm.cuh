@@ -211,14 +211,108 @@ __device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
   return v;
 }
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G>
+// ---- wgmma (sm_90a only: igemm_instances_wg.cu is compiled for that target alone) -------------
+// Operands are read from shared memory through matrix descriptors: K-major tiles of 64-half
+// (128-byte) rows, 8-row groups 1024 bytes apart, in the 128-byte swizzle (16-byte chunk c of row r
+// stored at chunk c ^ (r % 8)), every tile base 1024-byte aligned.
+__device__ __forceinline__ uint64_t wg_desc(const void* p) {
+  const uint64_t addr = smem_addr(p);
+  return ((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+__device__ __forceinline__ void wg_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/// Ties the accumulator registers to this point (the compiler must not move their uses across
+/// the asynchronous wgmma and its wait).
+template <int NT>
+__device__ __forceinline__ void wg_fence_acc(float (&d)[NT][4]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) asm volatile("" : "+f"(d[j][q])::"memory");
+}
+/// D(64 x N, f32) += A(64 x 16, f16, K-major, smem) * B(N x 16, f16, K-major, smem)^T, one warpgroup.
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[8][4], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(da), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false>
 struct Tile {
   static constexpr int kThreads = WARPS_M * WARPS_N * 32;
   static constexpr int WM = BM / WARPS_M;
   static constexpr int WN = BN / WARPS_N;
   static constexpr int MT = WM / 16;  // mma tiles per warp along M
   static constexpr int NT = WN / 8;   // along N
-  static constexpr int LDS = BK + 8;  // padded smem row (halves): conflict-free ldmatrix
+  // smem row (halves): padded for conflict-free ldmatrix, or (wgmma) 64 halves in the 128-byte swizzle
+  static constexpr int LDS = WG ? BK : BK + 8;
   static constexpr int A_SUB = BM * LDS;  // one offset's A tile
   static constexpr int B_SUB = BN * LDS;  // one offset's B tile (= one pre-tiled TMA slice)
   static constexpr int A_STAGE = G * A_SUB;
@@ -232,10 +326,13 @@ struct Tile {
   static constexpr size_t kMainBytes = kMax2 > kRedBytes ? kMax2 : kRedBytes;
   static constexpr size_t kMapOff = (kMainBytes + 15) / 16 * 16;
   static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4 + size_t(BM) * 4;
-  static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8;
+  // wgmma tiles align the dynamic shared memory to 1024 bytes themselves (the swizzle's period)
+  static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8 + (WG ? 1024 : 0);
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
   static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
+  static_assert(!WG || (BK == 64 && BM == 16 * WARPS_M && WARPS_M % 4 == 0 && WARPS_N == 1 && (BN == 64 || BN == 128)),
+                "wgmma tiles: one warpgroup per 64 rows, 64-half (128-byte) rows, N 64 or 128");
   /// Bytes of one pre-tiled weight slice (TMA layout): BN rows of LDS halves.
   static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
 
@@ -262,14 +359,17 @@ struct Tile {
 // and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
 // global workspace). Results then depend on SPLIT but on nothing else of the configuration.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
-          int MODE>
+          int MODE, bool WG>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     igemm_kernel(const ConvArgs a) {
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
+  static_assert(!WG || (TMA_B && SPLIT == 1 && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights, no split");
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
   static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
   using AccT = std::conditional_t<MODE == kI8, int, float>;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw;
+  if constexpr (WG) smem += (1024u - (smem_addr(smem_raw) & 1023u)) & 1023u;
   __half* sA = reinterpret_cast<__half*>(smem);
   __half* sB = sA + STAGES * T::A_STAGE;
   __half* sC = reinterpret_cast<__half*>(smem);  // epilogue staging (after the pipeline drained)
@@ -437,14 +537,18 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           } else {
             src_row = m0 + a_row[it] < n ? __ldg(a.out_in + (m0 + a_row[it]) * K + k) : -1;
           }
-          __half* dst = dA + a_dst[it];
+          // 16-byte chunk q of the segment: padded row, or (wgmma) the 128-byte swizzle position
+          auto chunk = [&](int q) -> __half* {
+            if constexpr (WG) return dA + a_row[it] * T::LDS + ((((a_col[it] >> 3) + q) ^ (a_row[it] & 7)) << 3);
+            return dA + a_dst[it] + q * 8;
+          };
           if (src_row >= 0) {
             const __half* src = x + int64_t(src_row) * cin_p + c0 + a_col[it];
 #pragma unroll
-            for (int q = 0; q < T::A_SEG; ++q) cp_async16(dst + q * 8, src + q * 8);
+            for (int q = 0; q < T::A_SEG; ++q) cp_async16(chunk(q), src + q * 8);
           } else {
 #pragma unroll
-            for (int q = 0; q < T::A_SEG; ++q) *reinterpret_cast<uint4*>(dst + q * 8) = make_uint4(0u, 0u, 0u, 0u);
+            for (int q = 0; q < T::A_SEG; ++q) *reinterpret_cast<uint4*>(chunk(q)) = make_uint4(0u, 0u, 0u, 0u);
           }
         }
         if constexpr (!TMA_B) {
@@ -487,8 +591,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[i][j][q] = AccT(0);
 
+    // Loads run LOOK steps ahead. wgmma tiles with three or more stages keep one step's MMAs in
+    // flight while the next step waits for its data: a stage is refilled two steps after its MMAs
+    // were issued, when wgmma.wait_group 1 of the step in between has retired them in every warpgroup.
+    constexpr bool kAsyncMma = WG && STAGES >= 3;
+    constexpr int LOOK = kAsyncMma ? STAGES - 2 : STAGES - 1;
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < LOOK; ++s) {
       if (s < nsteps) load_next();
       cp_async_commit();
     }
@@ -497,77 +606,107 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     uint32_t phase = (gstep / STAGES) & 1u;
     int grp_left = nact;  // G > 1: offsets not yet consumed
     for (int step = 0; step < nsteps; ++step) {
-      cp_async_wait<STAGES - 2>();
+      cp_async_wait<LOOK - 1>();
+      // wgmma reads shared memory through the async proxy: order this thread's gathers and zero
+      // stores before it (the barrier below then publishes them to the warpgroup)
+      if constexpr (WG) fence_proxy_async();
       if constexpr (TMA_B) mbar_wait(&sBar[slot], phase);
       __syncthreads();
-      if (step + STAGES - 1 < nsteps) load_next();
+      if (step + LOOK < nsteps) load_next();
       cp_async_commit();
 
       const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : 1;
       grp_left -= G;
+      if constexpr (WG) wg_fence();
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (g >= nsub) break;
         const __half* tA = sA + slot * T::A_STAGE + g * T::A_SUB;
         const __half* tB = sB + slot * T::B_STAGE + g * T::B_SUB;
-        if constexpr (BK == 8) {
-          // 16 int8 channels: one m16n8k16 step (A rows and B rows of 16 bytes, ldmatrix .x2)
-          uint32_t af[T::MT][2];
-          uint32_t bf[T::NT];
+        if constexpr (WG) {
+          // warpgroup j: rows 64j..64j+63 x BN += A(64 x 16) * B(BN x 16)^T per 16 channels (B shared by
+          // the warpgroups); a 16-channel step moves the descriptors' start by 32 bytes inside the
+          // swizzled 128-byte rows
+          const uint64_t da = wg_desc(tA + (warp >> 2) * 64 * T::LDS), db = wg_desc(tB);
 #pragma unroll
-          for (int i = 0; i < T::MT; ++i) ldmatrix_x2(af[i], tA + (wm * T::WM + i * 16 + (lane & 15)) * T::LDS);
-#pragma unroll
-          for (int j = 0; j < T::NT / 2; ++j) {
-            uint32_t r[2];
-            ldmatrix_x2(r, tB + (wn * T::WN + j * 16 + (lane & 15)) * T::LDS);
-            bf[2 * j] = r[0];
-            bf[2 * j + 1] = r[1];
+          for (int kk = 0; kk < BK / 16; ++kk) {
+            if constexpr (BN == 64)
+              wgmma_m64n64k16(acc[0], da + 2 * kk, db + 2 * kk);
+            else
+              wgmma_m64n128k16(acc[0], da + 2 * kk, db + 2 * kk);
           }
+        } else {
+          if constexpr (BK == 8) {
+            // 16 int8 channels: one m16n8k16 step (A rows and B rows of 16 bytes, ldmatrix .x2)
+            uint32_t af[T::MT][2];
+            uint32_t bf[T::NT];
 #pragma unroll
-          for (int i = 0; i < T::MT; ++i)
+            for (int i = 0; i < T::MT; ++i) ldmatrix_x2(af[i], tA + (wm * T::WM + i * 16 + (lane & 15)) * T::LDS);
 #pragma unroll
-            for (int j = 0; j < T::NT; ++j) {
-              if constexpr (MODE == kI8) mma_16816_s8(acc[i][j], af[i], bf[j]);
+            for (int j = 0; j < T::NT / 2; ++j) {
+              uint32_t r[2];
+              ldmatrix_x2(r, tB + (wn * T::WN + j * 16 + (lane & 15)) * T::LDS);
+              bf[2 * j] = r[0];
+              bf[2 * j + 1] = r[1];
             }
-        }
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          uint32_t af[T::MT][4];
-          uint32_t bf[T::NT][2];
-#pragma unroll
-          for (int i = 0; i < T::MT; ++i) {
-            const int row = wm * T::WM + i * 16 + (lane & 15);
-            const int col = kk * 16 + (lane >> 4) * 8;
-            ldmatrix_x4(af[i], tA + row * T::LDS + col);
-          }
-#pragma unroll
-          for (int j = 0; j < T::NT / 2; ++j) {
-            const int row = wn * T::WN + j * 16 + (lane & 7) + (lane >> 4) * 8;
-            const int col = kk * 16 + ((lane >> 3) & 1) * 8;
-            uint32_t r[4];
-            ldmatrix_x4(r, tB + row * T::LDS + col);
-            bf[2 * j][0] = r[0];
-            bf[2 * j][1] = r[1];
-            bf[2 * j + 1][0] = r[2];
-            bf[2 * j + 1][1] = r[3];
-          }
-          if constexpr (MODE == kI8) {
 #pragma unroll
             for (int i = 0; i < T::MT; ++i)
 #pragma unroll
-              for (int j = 0; j < T::NT; ++j) mma_16832_s8(acc[i][j], af[i], bf[j][0], bf[j][1]);
-          } else {
+              for (int j = 0; j < T::NT; ++j) {
+                if constexpr (MODE == kI8) mma_16816_s8(acc[i][j], af[i], bf[j]);
+              }
+          }
 #pragma unroll
-            for (int i = 0; i < T::MT; ++i)
+          for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t af[T::MT][4];
+            uint32_t bf[T::NT][2];
 #pragma unroll
-              for (int j = 0; j < T::NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            for (int i = 0; i < T::MT; ++i) {
+              const int row = wm * T::WM + i * 16 + (lane & 15);
+              const int col = kk * 16 + (lane >> 4) * 8;
+              ldmatrix_x4(af[i], tA + row * T::LDS + col);
+            }
+#pragma unroll
+            for (int j = 0; j < T::NT / 2; ++j) {
+              const int row = wn * T::WN + j * 16 + (lane & 7) + (lane >> 4) * 8;
+              const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+              uint32_t r[4];
+              ldmatrix_x4(r, tB + row * T::LDS + col);
+              bf[2 * j][0] = r[0];
+              bf[2 * j][1] = r[1];
+              bf[2 * j + 1][0] = r[2];
+              bf[2 * j + 1][1] = r[3];
+            }
+            if constexpr (MODE == kI8) {
+#pragma unroll
+              for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+                for (int j = 0; j < T::NT; ++j) mma_16832_s8(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            } else {
+#pragma unroll
+              for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+                for (int j = 0; j < T::NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+            }
           }
         }
+      }
+      if constexpr (kAsyncMma) {  // the previous step's MMAs are done; this step's run on
+        wg_commit();
+        wg_wait<1>();
+      } else if constexpr (WG) {  // the step's MMAs finish before the next barrier frees their stage
+        wg_commit();
+        wg_wait<0>();
+        wg_fence_acc(acc[0]);
       }
       if (++slot == STAGES) {
         slot = 0;
         phase ^= 1u;
       }
+    }
+    if constexpr (kAsyncMma) {
+      wg_wait<0>();
+      wg_fence_acc(acc[0]);
     }
     cp_async_wait<0>();
     gstep += uint32_t(nsteps);
@@ -774,12 +913,12 @@ struct Instance {
 };
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
-          int SPLIT = 1, int MODE = kF16>
+          int SPLIT = 1, int MODE = kF16, bool WG = false>
 inline Instance make_instance(const char* name) {
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G>;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
-  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, name},
-                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE>, T::kSmem,
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, name, WG},
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>, T::kSmem,
                   T::kThreads, 1};
 }
 
@@ -792,6 +931,8 @@ void add_instances_e(std::vector<Instance>& v);
 void add_instances_f(std::vector<Instance>& v);
 void add_instances_q(std::vector<Instance>& v);   // kF16Q (INT8 engines)
 void add_instances_i8(std::vector<Instance>& v);  // kI8
+void add_instances_wg(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
 
 }  // namespace igemm
 }  // namespace scn::cuda
+

@@ -173,6 +173,7 @@ struct IgemmConfig {
   int split; ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
   int mode;  ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
   const char* name;
+  bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
 };
 
 /// The compiled tile configurations.
@@ -185,7 +186,8 @@ int igemm_find_config(const char* name);
 /// Blocks per SM the occupancy calculator gives for config `id` (after igemm_init).
 int igemm_blocks_per_sm(int id);
 /// Weights [K][cout_w][cin_p] (host, fp16 bits) re-tiled for a TMA config: for every offset k,
-/// channel chunk c and N tile j, BN rows of BK + 8 halves (zero padded), contiguous.
+/// channel chunk c and N tile j, BN rows of BK + 8 halves (zero padded), contiguous; for a wgmma
+/// config BN rows of BK = 64 halves in the 128-byte swizzle (chunk q of row r at q ^ (r % 8)).
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p);
 /// Launches config `id` (grid sized for cap_out, persistent over the device count).
