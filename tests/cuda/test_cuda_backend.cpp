@@ -152,19 +152,21 @@ TEST(CudaBackend, EveryTileConfigMatches) {
 
 // The wgmma tiles (sm_90a, "wg") against an mma.sync tile of the same summation order: the output
 // must be bitwise equal (both sum 16-channel blocks in offset-then-channel order into float32), so
-// the autotuner may pick either without changing a result. 64 and 128 input channels (one and two
-// chunks per offset), a partial last N tile (96 outputs), a strided conv and a residual-free subm.
+// the autotuner may pick either without changing a result. 64, 128 and 256 input channels (one to
+// four chunks per offset), a partial last N tile (96 outputs), a strided conv.
 TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
   std::vector<std::string> wg;
   for (const std::string& c : cuda_tile_configs())
-    if (c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) wg.push_back(c);
+    if (c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0 && c.find('x') == std::string::npos)
+      wg.push_back(c);  // (split-K "xS" tiles sum in another order: Deterministic covers them)
   if (wg.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
   const Int3 g{20, 30, 30}, k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
   const std::vector<ConvCase> cases = {
       {64, 96, k3, one, one, one, true, Activation::ReLU, 1, 3000, g, "subm64"},
       {128, 128, k3, one, one, one, true, Activation::None, 1, 3000, g, "subm128"},
       {64, 128, k3, two, one, one, false, Activation::ReLU, 1, 3000, g, "strided64"},
+      {256, 64, k3, one, one, one, true, Activation::ReLU, 1, 2000, g, "subm256"},
   };
   for (const ConvCase& cc : cases) {
     const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, 131);
@@ -179,7 +181,9 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
     for (size_t i = 0; i + 1 < ref.size(); i += 2) nonzero += (ref[i] | ref[i + 1]) != 0;
     ASSERT_GT(nonzero, ref.size() / 8) << cc.name << ": the reference output is mostly zeros";
     for (const std::string& cfg : wg) {
-      if (cfg.find("tg") != std::string::npos && cc.cin != 64) continue;  // G > 1: one 64-channel chunk only
+      const int bk = std::atoi(cfg.c_str() + cfg.find('k') + 1);
+      if (cc.cin % bk != 0) continue;                                    // 128 channels per step
+      if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
       SCOPED_TRACE(cc.name + " " + cfg);
       ScopedEnv env("SCN_CUDA_IGEMM", cfg.c_str());
       auto e = b.build(cuda_options());
@@ -348,16 +352,17 @@ TEST(CudaBackend, Deterministic) {
     auto e6 = b.build(cuda_options(true));
     EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "gathered strided maps differ from scattered ones";
   }
-  // split-K over kernel offsets (clusters): a different summation order, but one per class
-  {
-    ScopedEnv split("SCN_CUDA_SPLIT", "4");
+  // split-K over kernel offsets (clusters): a different summation order, but one per class (by
+  // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 4 = every deep layer)
+  for (const char* classes : {"1", "4"}) {
+    ScopedEnv split("SCN_CUDA_SPLIT", classes);
     ScopedEnv tune("SCN_CUDA_AUTOTUNE", "1");
     auto s1 = b.build(cuda_options(true));
     auto s2 = b.build(cuda_options(false));
     const auto o1 = to_bytes(run(*s1, {in}).outputs[0]);
-    EXPECT_TRUE(o1 == to_bytes(run(*s2, {in}).outputs[0])) << "two split-K engines differ";
+    EXPECT_TRUE(o1 == to_bytes(run(*s2, {in}).outputs[0])) << "two engines of split class " << classes << " differ";
     const Metrics m = compare(to_floats(run(*s1, {in}).outputs[0]), to_floats(a1.outputs[0]));
-    EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
+    EXPECT_LE(m.rel_l2, 1e-3) << "split class " << classes << ": " << describe(m);
   }
 }
 

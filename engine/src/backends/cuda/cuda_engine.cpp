@@ -157,7 +157,7 @@ int choose_config(int cin_p, int cout_p, int cc, int K, int split) {
   if (split > 1) {
     if (cout_p > 64)
       pref = split == 4 ? std::vector<const char*>{"m128n128k64s3tx4", "m64n128k64s3tx4"}
-                        : std::vector<const char*>{"m128n128k64s3tx2", "m64n128k64s3tx2"};
+                        : std::vector<const char*>{"m64n128k64s2tx2wg", "m64n128k64s3tx2"};
     else if (cout_p > 32)
       pref = split == 4 ? std::vector<const char*>{"m128n64k64s3tx4"}
                         : std::vector<const char*>{"m128n64k64s3tx2", "m128n64k32s3tx2", "m64n64k64s3tx2"};
@@ -878,10 +878,15 @@ class CudaEngine final : public Engine {
     }
   }
 
-  /// Split-K class of a conv (fixed per layer so that every engine sums in the same order).
+  /// Split-K class of a conv, fixed by the layer's shape so that every engine sums in the same order
+  /// (the tuner only picks among the configs of that class). Default: 128 -> 128-channel (or wider)
+  /// 3x3x3 fp16 convs on sm_90 split their offsets over two CTAs; few rows (CenterPoint's last level:
+  /// 10k rows, 81-162 tiles) leave SMs idle otherwise (H200: 39-43 -> 34-37 us per conv).
+  /// SCN_CUDA_SPLIT=1|2|4 sets the class of every fp16 conv with >= 64 output channels instead.
   int split_for(const ConvPlan& c) const {
-    if (cc_major_ < 9 || c.K > 32) return 1;
-    return c.cout_p >= 64 ? deep_split_ : 1;
+    if (cc_major_ < 9 || c.K > 32 || c.mode != 0) return 1;
+    if (deep_split_ > 0) return c.cout_p >= 64 ? deep_split_ : 1;
+    return c.cin_p >= 128 && c.cout_p >= 128 && c.K >= 27 ? 2 : 1;
   }
 
   void upload_weights(ConvPlan& c) {
@@ -1896,7 +1901,7 @@ class CudaEngine final : public Engine {
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
   bool subm_sym_ = true;         // SCN_CUDA_SUBM_SYM=0: the general submanifold map kernel everywhere
   bool strided_scatter_ = true;  // SCN_CUDA_STRIDED_SCATTER=0: strided maps gathered per output row
-  int deep_split_ = 1;  // split-K cluster size for layers with >= 64 output channels
+  int deep_split_ = 0;  // SCN_CUDA_SPLIT: split-K class of the >= 64-channel convs (0: split_for's default)
   RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask
   std::vector<SortPlan> sort_;
   bool tuned_ = false;

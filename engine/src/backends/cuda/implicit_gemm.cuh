@@ -363,7 +363,7 @@ template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     igemm_kernel(const ConvArgs a) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
-  static_assert(!WG || (TMA_B && SPLIT == 1 && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights, no split");
+  static_assert(!WG || (TMA_B && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights");
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
   static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
   using AccT = std::conditional_t<MODE == kI8, int, float>;
