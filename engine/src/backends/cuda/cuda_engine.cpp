@@ -47,12 +47,8 @@ bool cuda_available() {
 
 std::vector<std::string> cuda_tile_configs(Precision precision) {
   // wgmma tiles run on compute capability 9.0 only: not listed when the current GPU is another
-  int dev = 0, major = 0, minor = 0;
-  const bool other_gpu = cudaGetDevice(&dev) == cudaSuccess &&
-                         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                         (major != 9 || minor != 0);
-  cudaGetLastError();  // no device: clear the sticky error, list everything compiled
+  // (without a GPU everything compiled is listed)
+  const bool other_gpu = cuda_available() && !cuda::igemm_wgmma_device();
   std::vector<std::string> names;
   for (int id = 0; id < cuda::igemm_num_configs(); ++id) {
     const cuda::IgemmConfig& c = cuda::igemm_config(id);

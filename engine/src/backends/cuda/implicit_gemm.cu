@@ -79,16 +79,22 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
   return t;
 }
 
+bool igemm_wgmma_device() {
+  int dev = 0, major = 0, minor = 0;
+  const bool ok = cudaGetDevice(&dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
+  if (!ok) cudaGetLastError();  // no device: clear the sticky error
+  return ok && major == 9 && minor == 0;
+}
+
 void igemm_init() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  int dev = 0, cc_major = 0, cc_minor = 0;
-  SCN_CUDA_CHECK(cudaGetDevice(&dev));
-  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev));
-  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+  const bool wgmma = igemm_wgmma_device();
   for (Instance& in : instances()) {
     // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
-    if (in.cfg.wgmma && (cc_major != 9 || cc_minor != 0)) continue;
+    if (in.cfg.wgmma && !wgmma) continue;
     SCN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(in.kernel),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
     int bps = 0;

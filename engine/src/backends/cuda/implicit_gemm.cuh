@@ -245,6 +245,8 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[NT][4]) {
     for (int q = 0; q < 4; ++q) asm volatile("" : "+f"(d[j][q])::"memory");
 }
 /// D(64 x N, f32) += A(64 x 16, f16, K-major, smem) * B(N x 16, f16, K-major, smem)^T, one warpgroup.
+/// (Two shapes, two instructions: their accumulator operand lists differ only in length.)
+#define SCN_WG_ACC4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[8][4], uint64_t da, uint64_t db) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
@@ -256,14 +258,8 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[8][4], uint64_t da, u
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
       "}, %32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5),
+        SCN_WG_ACC4(6), SCN_WG_ACC4(7)
       : "l"(da), "l"(db), "r"(1));
 #else
   __trap();
@@ -282,27 +278,15 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da,
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, %64, %65, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5),
+        SCN_WG_ACC4(6), SCN_WG_ACC4(7), SCN_WG_ACC4(8), SCN_WG_ACC4(9), SCN_WG_ACC4(10), SCN_WG_ACC4(11),
+        SCN_WG_ACC4(12), SCN_WG_ACC4(13), SCN_WG_ACC4(14), SCN_WG_ACC4(15)
       : "l"(da), "l"(db), "r"(1));
 #else
   __trap();
 #endif
 }
+#undef SCN_WG_ACC4
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false>
 struct Tile {

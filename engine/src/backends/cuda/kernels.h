@@ -192,6 +192,8 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
                                          int cout_p);
 /// Launches config `id` (grid sized for cap_out, persistent over the device count).
 void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
+/// True when the current device runs the sm_90a (wgmma) configs: compute capability 9.0.
+bool igemm_wgmma_device();
 /// Prepares the kernels (shared-memory limits); call once per device.
 void igemm_init();
 
