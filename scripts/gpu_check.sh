@@ -13,6 +13,7 @@
 #   SCN_SKIP_ZOO=1      skip the zoo models
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
+#   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
 #   SCN_NCU=1           also profile the 21 implicit-GEMM launches of one forward with Nsight Compute
 #                       (ncu.log, with the arena plan trace)
 set -uo pipefail
@@ -86,6 +87,25 @@ if [ "${SCN_SKIP_INT8:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
     "${SCN_INT8_RUNS:-500}" > "$OUT/int8.log" 2>&1
   echo "int8 centerpoint rc $? in $(( $(date +%s) - t5 )) s" | tee -a "$OUT/env.log"
   grep -E "^==|cosine|identical|latency|workspace|PASS|FAIL" "$OUT/int8.log" | head -60
+fi
+
+if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f /tmp/scn-int8/cp.target.onnx ]; then
+  # GPU timeline of the CUDA-graph forward (tools/trace): SCN_TRACE_PLANS entries are
+  # PLAN:PRECISION[:ENV=V,ENV=V...] (PLAN one of the INT8 check's cp.PLAN.onnx).
+  t6=$(date +%s)
+  for pp in ${SCN_TRACE_PLANS:-target:int8 target:fp16}; do
+    # PLAN:PRECISION[:ENV=V,ENV=V...]
+    IFS=: read -r plan prec envs <<< "$pp"
+    echo "===== trace $plan $prec ${envs:-}"
+    # shellcheck disable=SC2046  # the variant's ENV=V words
+    env $(echo "${envs:-}" | tr , ' ') CUDA_INJECTION64_PATH="$BUILD/tools/libscn_trace.so" \
+      SCN_TRACE_FILE="/tmp/scn-trace-$plan-$prec.csv" "$BUILD/tools/cli/scn" bench "/tmp/scn-int8/cp.$plan.onnx" --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
+      --indices "$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --precision "$prec" \
+      --device cuda --runs 100 2>&1 | grep -E "latency|scn_trace"
+    python3 tools/trace/trace_report.py "/tmp/scn-trace-$plan-$prec.csv" --last 50 --width 110
+  done > "$OUT/trace.log" 2>&1
+  echo "trace rc $? in $(( $(date +%s) - t6 )) s" | tee -a "$OUT/env.log"
+  grep -E "^=====|latency|^span|^busy|^idle" "$OUT/trace.log"
 fi
 
 if [ "${SCN_SKIP_ZOO:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then

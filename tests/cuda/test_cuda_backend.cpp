@@ -330,6 +330,14 @@ TEST(CudaBackend, Deterministic) {
   const RunResult a2 = run(*e2, {in});
   EXPECT_TRUE(first == second) << "two forwards of one engine differ";
   EXPECT_TRUE(first == to_bytes(a2.outputs[0])) << "two engines (graph / no graph) differ";
+  {
+    // convs launched in plain stream order, graph nodes at one priority, against the default
+    // programmatic launches (each conv stages its map before waiting for the previous conv) at two
+    ScopedEnv no_pdl("SCN_CUDA_PDL", "0");
+    ScopedEnv no_prio("SCN_CUDA_PRIORITY", "0");
+    auto e0 = b.build(cuda_options(true));
+    EXPECT_TRUE(first == to_bytes(run(*e0, {in}).outputs[0])) << "plain stream-ordered launches differ";
+  }
   // the tile configuration (autotuned or heuristic) and the map stream never change the bits
   ScopedEnv no_tune("SCN_CUDA_AUTOTUNE", "0");
   ScopedEnv no_side("SCN_CUDA_MAP_LOOKAHEAD", "0");
@@ -341,10 +349,12 @@ TEST(CudaBackend, Deterministic) {
     EXPECT_TRUE(first == to_bytes(run(*e4, {in}).outputs[0])) << "row order mode " << mode << " changes the bits";
   }
   {
-    // the symmetric level-0 submanifold map (half the lookups) against the general map kernel
-    ScopedEnv no_sym("SCN_CUDA_SUBM_SYM", "0");
-    auto e5 = b.build(cuda_options(true));
-    EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "general submanifold map differs from the symmetric one";
+    // the default submanifold maps by kernel rows against the symmetric (level 0) and general kernels
+    for (const char* kind : {"sym", "general"}) {
+      ScopedEnv subm("SCN_CUDA_SUBM_MAP", kind);
+      auto e5 = b.build(cuda_options(true));
+      EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "submanifold map kernel " << kind << " differs";
+    }
   }
   {
     // strided maps gathered per output row against the default scattered from the input rows

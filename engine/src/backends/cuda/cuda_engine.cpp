@@ -353,8 +353,15 @@ class CudaEngine final : public Engine {
       sort_rows_ = v == "auto" ? RowSort::Auto : RowSort(std::atoi(e));
     }
     if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
-    if (const char* e = std::getenv("SCN_CUDA_SUBM_SYM")) subm_sym_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_SUBM_MAP")) {
+      const std::string v = e;
+      SCN_CHECK(v == "rows" || v == "sym" || v == "general", "SCN_CUDA_SUBM_MAP='", v,
+                "' is not one of rows, sym, general");
+      subm_map_ = v == "rows" ? SubmMapKernel::Rows : v == "sym" ? SubmMapKernel::Symmetric : SubmMapKernel::General;
+    }
     if (const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER")) strided_scatter_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_PDL")) pdl_ = std::atoi(e) != 0;
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;
@@ -377,6 +384,15 @@ class CudaEngine final : public Engine {
     prepare_inputs();
     if (lookahead_ > 0) {
       SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+      if (priority_ && use_graph_) {
+        // The graph is captured from a stream of the highest priority (the map stream keeps the lowest), and
+        // instantiated with per-node priorities: when a conv and map kernels both have blocks waiting, the
+        // conv's go first. Each conv grid is sized to fill the GPU once, so a map block that takes its place
+        // would push a conv block into a second wave; map blocks fill the convs' tails instead.
+        int least = 0, greatest = 0;
+        SCN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        SCN_CUDA_CHECK(cudaStreamCreateWithPriority(&capture_stream_, cudaStreamNonBlocking, greatest));
+      }
       ev_release_.assign(an_.maps.size(), nullptr);
       ev_built_.assign(an_.maps.size(), nullptr);
       for (auto& e : ev_release_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -406,6 +422,7 @@ class CudaEngine final : public Engine {
     for (auto e : ev_built_) cudaEventDestroy(e);
     if (ev_join_) cudaEventDestroy(ev_join_);
     if (side_stream_) cudaStreamDestroy(side_stream_);
+    if (capture_stream_) cudaStreamDestroy(capture_stream_);
     if (done_event_) cudaEventDestroy(done_event_);
     if (own_stream_) cudaStreamDestroy(own_stream_);
   }
@@ -1456,6 +1473,7 @@ class CudaEngine final : public Engine {
 
   void capture(cudaStream_t s) {
     destroy_graph();
+    if (capture_stream_) s = capture_stream_;  // capture records the stream's priority in every kernel node
     SCN_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaGraph_t graph = nullptr;
     try {
@@ -1467,13 +1485,15 @@ class CudaEngine final : public Engine {
       throw;
     }
     SCN_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    const cudaError_t e =
+        cudaGraphInstantiate(&exec_, graph, capture_stream_ ? cudaGraphInstantiateFlagUseNodePriority : 0);
     cudaGraphDestroy(graph);
     SCN_CUDA_CHECK(e);
     exec_valid_ = true;
   }
 
   void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
+    pdl_now_ = false;
     if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
       for (size_t i = 0; i < steps_.size(); ++i) {
         if (ev) SCN_CUDA_CHECK(cudaEventRecord((*ev)[i], s));
@@ -1483,6 +1503,8 @@ class CudaEngine final : public Engine {
       return;
     }
     // Map builds on the side stream, released at their release node, joined before their first conv.
+    // Convs then launch programmatically (launch_igemm: nothing before them on `s` writes a map).
+    pdl_now_ = pdl_ && cc_major_ >= 9;
     size_t next_build = 0;
     bool inputs_done = false;
     auto release_up_to = [&](int node) {
@@ -1511,6 +1533,7 @@ class CudaEngine final : public Engine {
     release_up_to(INT_MAX);
     SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
     SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
+    pdl_now_ = false;
   }
 
   ErrSlot* err_of(int node) const { return errors_.get<ErrSlot>() + size_t(node) * kNumErrKinds; }
@@ -1552,7 +1575,7 @@ class CudaEngine final : public Engine {
         int32_t* out_in = map_ptr_[size_t(st.slot)];
         switch (m.kind) {
           case MapKind::Subm:
-            launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, sort_[size_t(st.slot)].masks, subm_sym_,
+            launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, sort_[size_t(st.slot)].masks, subm_map_,
                             sm_count_, s);
             break;
           case MapKind::Strided: {
@@ -1586,7 +1609,7 @@ class CudaEngine final : public Engine {
         if (c.gemm)
           run_gemm_conv(c, a, s);
         else
-          launch_igemm(c.cfg, a, sm_count_, s);
+          launch_igemm(c.cfg, a, sm_count_, s, pdl_now_);
         return;
       }
       case StepKind::Add: {
@@ -1885,6 +1908,7 @@ class CudaEngine final : public Engine {
   cudaStream_t own_stream_ = nullptr;
   cudaEvent_t done_event_ = nullptr;
   cudaStream_t side_stream_ = nullptr;
+  cudaStream_t capture_stream_ = nullptr;  // highest priority; graph capture only (SCN_CUDA_PRIORITY)
   int lookahead_ = 2;
   std::vector<int> release_node_, map_order_;
   std::vector<int> release_base_;  // release points before plan_arena's memory-aware delays
@@ -1895,7 +1919,10 @@ class CudaEngine final : public Engine {
   bool use_graph_ = true;
   bool autotune_ = true;
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
-  bool subm_sym_ = true;         // SCN_CUDA_SUBM_SYM=0: the general submanifold map kernel everywhere
+  bool pdl_ = true;              // SCN_CUDA_PDL=0: convs never launch programmatically
+  bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically
+  bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
+  SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general
   bool strided_scatter_ = true;  // SCN_CUDA_STRIDED_SCATTER=0: strided maps gathered per output row
   int deep_split_ = 0;  // SCN_CUDA_SPLIT: split-K class of the >= 64-channel convs (0: split_for's default)
   RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask

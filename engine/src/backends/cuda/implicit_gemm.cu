@@ -101,10 +101,14 @@ void igemm_init() {
     SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, reinterpret_cast<const void*>(in.kernel),
                                                                  in.threads, in.smem));
     in.blocks_per_sm = bps < 1 ? 1 : bps;
+    // the device image has the griddepcontrol instructions only when compiled for sm_90 or newer
+    cudaFuncAttributes fa{};
+    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(in.kernel)));
+    in.pdl = fa.binaryVersion >= 90;
   }
 }
 
-void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
+void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const Instance& in = instances().at(size_t(id));
   const int64_t tiles = (a.cap_out + in.cfg.bm - 1) / in.cfg.bm;
   const int ny = (a.cout_p + in.cfg.bn - 1) / in.cfg.bn;
@@ -113,7 +117,8 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
   if (resident < 1) resident = 1;
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
-  if (split == 1) {
+  pdl = pdl && in.pdl;
+  if (split == 1 && !pdl) {
     in.kernel<<<grid, in.threads, in.smem, st>>>(a);
   } else {
     cudaLaunchConfig_t cfg{};
@@ -121,13 +126,22 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
     cfg.blockDim = dim3(unsigned(in.threads));
     cfg.dynamicSmemBytes = in.smem;
     cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = unsigned(split);
+    cudaLaunchAttribute attr[2];
+    unsigned na = 0;
+    if (split > 1) {
+      attr[na].id = cudaLaunchAttributeClusterDimension;
+      attr[na].val.clusterDim.x = 1;
+      attr[na].val.clusterDim.y = 1;
+      attr[na].val.clusterDim.z = unsigned(split);
+      ++na;
+    }
+    if (pdl) {
+      attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[na].val.programmaticStreamSerializationAllowed = 1;
+      ++na;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = na;
     SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel, a));
   }
   SCN_CUDA_LAUNCHED();

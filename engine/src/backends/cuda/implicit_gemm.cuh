@@ -51,6 +51,22 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Programmatic dependent launch (sm_90). A conv launched with cudaLaunchAttributeProgrammaticStreamSerialization
+// may become resident while the previous kernel of its stream finishes; it stages what that kernel
+// does not write (row count, kernel map: built on the map stream, joined by a full dependency) and
+// then waits for it to complete before touching activations or writing anything. Both instructions
+// are no-ops for a grid launched without the attribute.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -412,6 +428,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
 
   for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
     const int64_t m0 = tile * BM;
+    // the next conv may launch once every block has started its last tile (the grid never exceeds
+    // one resident wave, so its blocks only take the places this one's leave)
+    if (tile + gridDim.x >= ntiles) grid_launch_dependents();
     __syncthreads();  // the previous tile is done with shared memory
     int nact = K;
     if (map_smem) {
@@ -494,6 +513,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
       }
       __syncthreads();
     }
+    if (tile == blockIdx.x) grid_dependency_wait();  // the first tile's map is staged: now the inputs
     // step -> (offset group, channel chunk); G > 1 only runs with one chunk
     const int nsteps = G > 1 ? (nact + G - 1) / G : nact * chunks;
 
@@ -886,6 +906,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     }
     }
   }
+  // Blocks without a tile get here directly: they too let the next kernel launch, and wait, so that
+  // this grid completes only after its predecessor (the next kernel relies on that).
+  grid_launch_dependents();
+  grid_dependency_wait();
 }
 
 struct Instance {
@@ -894,6 +918,7 @@ struct Instance {
   size_t smem;
   int threads;
   int blocks_per_sm;
+  bool pdl;  ///< the device image waits for its predecessor (griddepcontrol): may launch programmatically
 };
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
@@ -903,7 +928,7 @@ inline Instance make_instance(const char* name) {
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
   return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, name, WG},
                   &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>, T::kSmem,
-                  T::kThreads, 1};
+                  T::kThreads, 1, false};
 }
 
 // Instance lists, one per translation unit so that nvcc compiles them in parallel.

@@ -112,6 +112,47 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
   }
 }
 
+// Submanifold map by kernel rows: one thread per (row o, pair (r0, r1)) fills the k2 entries of that
+// kernel row. Along the last axis the k2 candidate sites are consecutive keys (dilation 1), so they
+// share one bitmap word (two at a word edge) and one rank base: about a third of the loads of one
+// lookup per (row, offset), and each thread writes k2 contiguous entries. Same entries as
+// map_kernel<Subm> (the same test per candidate: in the grid, bit set, rank below cap).
+__global__ void subm_rows_kernel(SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  const int K = g.K();
+  const int P = g.k0 * g.k1;
+  const int64_t total = rows_of(s.count, s.cap) * P;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = t / P;
+    const int q = int(t - o * P);
+    const int r0 = q / g.k1, r1 = q - r0 * g.k1;
+    const int4 c = s.coords[o];
+    const int i0 = c.y + (r0 - g.k0 / 2) * g.d0, i1 = c.z + (r1 - g.k1 / 2) * g.d1;
+    int32_t* dst = out_in + o * K + q * g.k2;
+    int64_t cur = -1;  // bitmap word held in `word`, and its rank base (-1: not loaded yet)
+    uint64_t word = 0;
+    int64_t base = -1;
+    for (int r2 = 0; r2 < g.k2; ++r2) {
+      const int i2 = c.w + (r2 - g.k2 / 2) * g.d2;
+      int32_t v = -1;
+      if (site_in_grid(s, c.x, i0, i1, i2)) {
+        const int64_t key = site_key(s, c.x, i0, i1, i2);
+        const int64_t w = key >> 6;
+        if (w != cur) {
+          cur = w;
+          word = __ldg(s.bits + w);
+          base = -1;
+        }
+        if ((word >> (key & 63)) & 1) {
+          if (base < 0) base = int64_t(__ldg(s.rank_block + w / kRankBlock)) + int64_t(__ldg(s.rank_local + w));
+          const int64_t r = base + __popcll(word & ((uint64_t(1) << (key & 63)) - 1));
+          if (r < s.cap) v = s.perm ? __ldg(s.perm + r) : int32_t(r);
+        }
+      }
+      dst[r2] = v;
+    }
+  }
+}
+
 // Strided map from the input side: one thread per input row; for each kernel tap whose output
 // coordinate is whole and inside the grid (the pairs strided_mark_kernel marked),
 // out_in[row(o) * K + k] = i. An (o, k) entry has at most one input site, so after the live rows
@@ -151,11 +192,16 @@ int map_grid(int64_t cap, int sm) {
 
 }  // namespace
 
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, bool symmetric, int sm,
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, SubmMapKernel kind, int sm,
                      cudaStream_t st) {
+  if (kind == SubmMapKernel::Rows && !masks) {
+    subm_rows_kernel<<<grid_for(s.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(s, g, out_in);
+    SCN_CUDA_LAUNCHED();
+    return;
+  }
   // symmetric variant: input sets (perm: every set bit has rank < count <= cap), odd kernel sizes
   // (d(K-1-k) = -d(k)), K <= 31 (half a warp per row), no neighbour masks wanted (row sort off)
-  if (symmetric && s.perm && !masks && (g.k0 & 1) && (g.k1 & 1) && (g.k2 & 1) && g.K() <= 31) {
+  if (kind == SubmMapKernel::Symmetric && s.perm && !masks && (g.k0 & 1) && (g.k1 & 1) && (g.k2 & 1) && g.K() <= 31) {
     const int64_t need = (s.cap + 2 * kRowsPerBlock - 1) / (2 * kRowsPerBlock);
     const int64_t most = int64_t(sm) * 32;
     const int grid = int(need < 1 ? 1 : (need < most ? need : most));

@@ -86,10 +86,13 @@ void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st);
 void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
+/// Submanifold map kernels (all give the same map): one thread per (row, kernel row along the last
+/// axis) sharing bitmap words; the half-lookup kernel using the map's symmetry (input sets, odd
+/// kernels); one lookup per (row, offset). Where `masks` are wanted only the last.
+enum class SubmMapKernel { Rows, Symmetric, General };
 /// out_in[o*K + k] for a submanifold map on site set s. With `masks` (K <= 32), also the row's
-/// neighbour mask (bit k set when out_in[o*K + k] >= 0). `symmetric`: allow the half-lookup kernel
-/// where it applies (input sets, odd kernels, no masks); the map is the same either way.
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, bool symmetric, int sm_count,
+/// neighbour mask (bit k set when out_in[o*K + k] >= 0).
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, SubmMapKernel kind, int sm_count,
                      cudaStream_t st);
 /// out_in[o*K + k] for a strided conv: output set `out`, input set `in`. `from_inputs`: build it
 /// from the input rows (one lookup per (input, tap) pair) unless `masks` are wanted; the same map.
@@ -190,8 +193,11 @@ int igemm_blocks_per_sm(int id);
 /// config BN rows of BK = 64 halves in the 128-byte swizzle (chunk q of row r at q ^ (r % 8)).
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p);
-/// Launches config `id` (grid sized for cap_out, persistent over the device count).
-void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
+/// Launches config `id` (grid sized for cap_out, persistent over the device count). `pdl`: as a
+/// programmatic dependent launch (sm_90 images): the kernel may start while the previous kernel of
+/// `st` runs, reading a.n_out, a.out_in and a.row_order before it waits for that kernel, so those
+/// must not be written by it (the engine passes true only when maps are built on the map stream).
+void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 /// True when the current device runs the sm_90a (wgmma) configs: compute capability 9.0.
 bool igemm_wgmma_device();
 /// Prepares the kernels (shared-memory limits); call once per device.

@@ -129,25 +129,54 @@ __global__ void __launch_bounds__(kRankBlocksThreads)
   }
 }
 
-__global__ void emit_coords_kernel(SiteIndex s) {
-  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < s.words; w += int64_t(gridDim.x) * blockDim.x) {
-    uint64_t word = s.bits[w];
-    if (!word) continue;
-    int64_t r = int64_t(s.rank_block[w / kRankBlock]) + s.rank_local[w];
-    while (word) {
-      const int bit = __ffsll(static_cast<long long>(word)) - 1;
-      word &= word - 1;
-      if (r < s.cap) {
-        int64_t key = w * 64 + bit;
-        const int i2 = int(key % s.s2);
-        key /= s.s2;
-        const int i1 = int(key % s.s1);
-        key /= s.s1;
-        const int i0 = int(key % s.s0);
-        const int b = int(key / s.s0);
+// One warp per group of `group` (<= 32) bitmap words: lane l < group loads word w0 + l and its rank,
+// then the warp walks the group's non-empty words together, lane l decoding bits l and l + 32 of
+// each. A dense word (the deep levels are mostly full) costs two steps of the warp instead of 64
+// serial ones of one thread; small groups spread the few, dense words of deep levels over more warps.
+__global__ void emit_coords_kernel(SiteIndex s, int group) {
+  const int lane = int(threadIdx.x & 31);
+  const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
+  // keys below 2^32 decode with 32-bit divisions
+  const bool narrow = int64_t(s.batch) * s.s0 * s.s1 * s.s2 <= int64_t(UINT32_MAX);
+  // w0 is warp-uniform: every lane runs the same iterations (the shuffles need all 32)
+  for (int64_t w0 = ((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * group; w0 < s.words;
+       w0 += warps * group) {
+    const int64_t w = w0 + lane;
+    uint64_t word = 0;
+    int64_t rank = 0;
+    if (lane < group && w < s.words) {
+      word = s.bits[w];
+      if (word) rank = int64_t(s.rank_block[w / kRankBlock]) + s.rank_local[w];
+    }
+    for (uint32_t live = __ballot_sync(0xffffffffu, word != 0); live; live &= live - 1u) {
+      const int src = __ffs(live) - 1;
+      const uint64_t wd = __shfl_sync(0xffffffffu, word, src);
+      const int64_t r0 = __shfl_sync(0xffffffffu, rank, src);
+      for (int bit = lane; bit < 64; bit += 32) {
+        if (!((wd >> bit) & 1)) continue;
+        const int64_t r = r0 + __popcll(wd & ((uint64_t(1) << bit) - 1));
+        if (r >= s.cap) continue;
+        const int64_t key = (w0 + src) * 64 + bit;
+        int b, i0, i1, i2;
+        if (narrow) {
+          uint32_t k = uint32_t(key);
+          i2 = int(k % uint32_t(s.s2));
+          k /= uint32_t(s.s2);
+          i1 = int(k % uint32_t(s.s1));
+          k /= uint32_t(s.s1);
+          i0 = int(k % uint32_t(s.s0));
+          b = int(k / uint32_t(s.s0));
+        } else {
+          int64_t k = key;
+          i2 = int(k % s.s2);
+          k /= s.s2;
+          i1 = int(k % s.s1);
+          k /= s.s1;
+          i0 = int(k % s.s0);
+          b = int(k / s.s0);
+        }
         s.coords[r] = make_int4(b, i0, i1, i2);
       }
-      ++r;
     }
   }
 }
@@ -194,7 +223,11 @@ void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st
 }
 
 void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st) {
-  emit_coords_kernel<<<grid_for(s.words, 256, sm), 256, 0, st>>>(s);
+  // words per warp: about 64 warps per SM, at most 32 words each
+  const int64_t per = s.words / (int64_t(sm) * 64);
+  const int group = per < 1 ? 1 : per > 32 ? 32 : int(per);
+  const int64_t warps = (s.words + group - 1) / group;
+  emit_coords_kernel<<<grid_for(warps * 32, 256, sm, 8), 256, 0, st>>>(s, group);
   SCN_CUDA_LAUNCHED();
 }
 
