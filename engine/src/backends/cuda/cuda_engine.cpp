@@ -361,7 +361,12 @@ class CudaEngine final : public Engine {
     }
     if (const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER")) strided_scatter_ = std::atoi(e) != 0;
     if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
-    if (const char* e = std::getenv("SCN_CUDA_PDL")) pdl_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_PDL")) {
+      const std::string v = e;
+      SCN_CHECK(v == "0" || v == "1" || v == "2", "SCN_CUDA_PDL='", v,
+                "' is not one of 0 (off), 1 (next conv launched at the last tile's start), 2 (at its epilogue)");
+      pdl_ = std::atoi(e);
+    }
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;
@@ -1502,37 +1507,53 @@ class CudaEngine final : public Engine {
       if (ev) SCN_CUDA_CHECK(cudaEventRecord(ev->back(), s));
       return;
     }
-    // Map builds on the side stream, released at their release node, joined before their first conv.
-    // Convs then launch programmatically (launch_igemm: nothing before them on `s` writes a map).
-    pdl_now_ = pdl_ && cc_major_ >= 9;
+    // Map builds on the side stream, released at their release node, joined before their first conv,
+    // except the first map: the first conv needs it at once, so it is built on `s`, beside the map
+    // stream's start on the next maps. Convs launch programmatically (launch_igemm) unless the kernel
+    // before them on `s` wrote their map.
+    const bool pdl = pdl_ > 0 && cc_major_ >= 9;
+    const int inline_map = map_order_.empty() ? -1 : map_order_[0];
     size_t next_build = 0;
     bool inputs_done = false;
+    bool map_just_built = false;
+    bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
     auto release_up_to = [&](int node) {
       while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
-        const int m = map_order_[next_build];
+        const int m = map_order_[next_build++];
+        if (m == inline_map) continue;
+        side_used = true;
         SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
         SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
         run_step(Step{StepKind::Map, an_.maps[size_t(m)].first_node, m}, side_stream_);
         SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
-        ++next_build;
       }
     };
     for (size_t i = 0; i < steps_.size(); ++i) {
       const Step& st = steps_[i];
-      if (st.kind == StepKind::Map) continue;
       if (st.kind != StepKind::Input && !inputs_done) {
         inputs_done = true;
         release_up_to(0);
       }
+      if (st.kind == StepKind::Map) {
+        if (st.slot == inline_map) {
+          run_step(st, s);
+          map_just_built = true;
+        }
+        continue;
+      }
       if (inputs_done) release_up_to(st.node);
-      if (st.kind == StepKind::Conv && an_.maps[size_t(st.slot)].first_node == st.node)
+      if (st.kind == StepKind::Conv && st.slot != inline_map && an_.maps[size_t(st.slot)].first_node == st.node)
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
+      pdl_now_ = pdl && !map_just_built;
       run_step(st, s);
+      map_just_built = false;
     }
     if (!inputs_done) release_up_to(0);
     release_up_to(INT_MAX);
-    SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
-    SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
+    if (side_used) {
+      SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
+    }
     pdl_now_ = false;
   }
 
@@ -1741,6 +1762,7 @@ class CudaEngine final : public Engine {
     a.alpha = c.alpha;
     a.relu_after = c.relu_after;
     a.map_sync = map_sync_;
+    a.pdl_late = pdl_ == 2;
     a.q = c.mode != 0 ? c.qargs.get<QEpilogue>() : nullptr;
     return a;
   }
@@ -1919,7 +1941,7 @@ class CudaEngine final : public Engine {
   bool use_graph_ = true;
   bool autotune_ = true;
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
-  bool pdl_ = true;              // SCN_CUDA_PDL=0: convs never launch programmatically
+  int pdl_ = 2;                  // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
   bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically
   bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
   SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general

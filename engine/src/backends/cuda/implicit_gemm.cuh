@@ -429,8 +429,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
   for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
     const int64_t m0 = tile * BM;
     // the next conv may launch once every block has started its last tile (the grid never exceeds
-    // one resident wave, so its blocks only take the places this one's leave)
-    if (tile + gridDim.x >= ntiles) grid_launch_dependents();
+    // one resident wave, so its blocks only take the places this one's leave), or (pdl_late) once
+    // every block has reached its last epilogue, which leaves the places freed before to other streams
+    const bool last_tile = tile + gridDim.x >= ntiles;
+    if (last_tile && !a.pdl_late) grid_launch_dependents();
     __syncthreads();  // the previous tile is done with shared memory
     int nact = K;
     if (map_smem) {
@@ -714,6 +716,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     }
     cp_async_wait<0>();
     gstep += uint32_t(nsteps);
+    if (last_tile && a.pdl_late) grid_launch_dependents();
     __syncthreads();  // every warp is done with the pipeline buffers: reuse them for staging
 
     if constexpr (SPLIT > 1) {

@@ -163,8 +163,9 @@ __global__ void strided_scatter_kernel(SiteIndex in, SiteIndex out, MapGeom g, i
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
-    // the site's row (a duplicate row that lost the site, or a row outside the grid, maps nothing)
-    if (site_lookup(in, c.x, c.y, c.z, c.w) != int32_t(i)) continue;
+    // the site's row (a duplicate row that lost the site, or a row outside the grid, maps nothing);
+    // a generated set's row i is the site of rank i, in the grid: no lookup needed
+    if (in.perm && site_lookup(in, c.x, c.y, c.z, c.w) != int32_t(i)) continue;
     const TapMasks m = strided_taps(c, g, out);
     for (uint32_t a = m.m0; a; a &= a - 1u)
       for (uint32_t b = m.m1; b; b &= b - 1u)

@@ -142,6 +142,7 @@ struct ConvArgs {
   float alpha = 0.f;
   bool relu_after = false;        ///< ReLU after the residual add
   bool map_sync = false;          ///< stage the tile's map with plain loads (SCN_CUDA_MAP_STAGE=sync)
+  bool pdl_late = false;          ///< let the next kernel launch at the last tile's epilogue, not its start
 
   /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
   /// memory. (Behind a pointer on purpose: a larger ConvArgs made ptxas give the fp16 kernels up to
