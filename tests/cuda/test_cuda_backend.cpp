@@ -357,10 +357,13 @@ TEST(CudaBackend, Deterministic) {
     }
   }
   {
-    // strided maps gathered per output row against the default scattered from the input rows
-    ScopedEnv gather("SCN_CUDA_STRIDED_SCATTER", "0");
-    auto e6 = b.build(cuda_options(true));
-    EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "gathered strided maps differ from scattered ones";
+    // strided maps by kernel rows (default) against the ones scattered from the input rows and the
+    // general gather
+    for (const char* kind : {"scatter", "general"}) {
+      ScopedEnv strided("SCN_CUDA_STRIDED_MAP", kind);
+      auto e6 = b.build(cuda_options(true));
+      EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "strided map kernel " << kind << " differs";
+    }
   }
   // split-K over kernel offsets (clusters): a different summation order, but one per class (by
   // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 4 = every deep layer)

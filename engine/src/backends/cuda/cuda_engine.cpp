@@ -359,7 +359,14 @@ class CudaEngine final : public Engine {
                 "' is not one of rows, sym, general");
       subm_map_ = v == "rows" ? SubmMapKernel::Rows : v == "sym" ? SubmMapKernel::Symmetric : SubmMapKernel::General;
     }
-    if (const char* e = std::getenv("SCN_CUDA_STRIDED_SCATTER")) strided_scatter_ = std::atoi(e) != 0;
+    if (const char* e = std::getenv("SCN_CUDA_STRIDED_MAP")) {
+      const std::string v = e;
+      SCN_CHECK(v == "rows" || v == "scatter" || v == "general", "SCN_CUDA_STRIDED_MAP='", v,
+                "' is not one of rows, scatter, general");
+      strided_map_ = v == "rows"      ? StridedMapKernel::Rows
+                     : v == "scatter" ? StridedMapKernel::Scatter
+                                      : StridedMapKernel::General;
+    }
     if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
     if (const char* e = std::getenv("SCN_CUDA_PDL")) {
       const std::string v = e;
@@ -1606,7 +1613,7 @@ class CudaEngine final : public Engine {
             launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
             launch_rank(out.dev, true, err_of(st.node), sm_count_, s);
             launch_emit_coords(out.dev, sm_count_, s);
-            launch_strided_map(in.dev, out.dev, geom, out_in, sort_[size_t(st.slot)].masks, strided_scatter_,
+            launch_strided_map(in.dev, out.dev, geom, out_in, sort_[size_t(st.slot)].masks, strided_map_,
                                sm_count_, s);
             break;
           }
@@ -1945,7 +1952,7 @@ class CudaEngine final : public Engine {
   bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically
   bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
   SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general
-  bool strided_scatter_ = true;  // SCN_CUDA_STRIDED_SCATTER=0: strided maps gathered per output row
+  StridedMapKernel strided_map_ = StridedMapKernel::Rows;  // SCN_CUDA_STRIDED_MAP=rows|scatter|general
   int deep_split_ = 0;  // SCN_CUDA_SPLIT: split-K class of the >= 64-channel convs (0: split_for's default)
   RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask
   std::vector<SortPlan> sort_;

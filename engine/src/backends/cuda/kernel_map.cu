@@ -112,27 +112,32 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
   }
 }
 
-// Submanifold map by kernel rows: one thread per (row o, pair (r0, r1)) fills the k2 entries of that
+// Maps by kernel rows: one thread per (output row o, pair (r0, r1)) fills the k2 entries of that
 // kernel row. Along the last axis the k2 candidate sites are consecutive keys (dilation 1), so they
 // share one bitmap word (two at a word edge) and one rank base: about a third of the loads of one
-// lookup per (row, offset), and each thread writes k2 contiguous entries. Same entries as
-// map_kernel<Subm> (the same test per candidate: in the grid, bit set, rank below cap).
-__global__ void subm_rows_kernel(SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+// lookup per (row, offset), and each thread writes k2 contiguous entries, every entry once. Same
+// entries as map_kernel<M> (the same test per candidate: in the grid, bit set, rank below cap).
+//   Subm:    rows = look = the set, candidate c + (r - k/2) * d
+//   Strided: rows = the output set, look = the input set, candidate c * st - p + r * d
+template <MapMode M>
+__global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
   const int K = g.K();
   const int P = g.k0 * g.k1;
-  const int64_t total = rows_of(s.count, s.cap) * P;
+  const int64_t total = rows_of(rows.count, rows.cap) * P;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = t / P;
     const int q = int(t - o * P);
     const int r0 = q / g.k1, r1 = q - r0 * g.k1;
-    const int4 c = s.coords[o];
-    const int i0 = c.y + (r0 - g.k0 / 2) * g.d0, i1 = c.z + (r1 - g.k1 / 2) * g.d1;
+    const int4 c = rows.coords[o];
+    const int i0 = M == MapMode::Subm ? c.y + (r0 - g.k0 / 2) * g.d0 : c.y * g.st0 - g.p0 + r0 * g.d0;
+    const int i1 = M == MapMode::Subm ? c.z + (r1 - g.k1 / 2) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
     int32_t* dst = out_in + o * K + q * g.k2;
     int64_t cur = -1;  // bitmap word held in `word`, and its rank base (-1: not loaded yet)
     uint64_t word = 0;
     int64_t base = -1;
     for (int r2 = 0; r2 < g.k2; ++r2) {
-      const int i2 = c.w + (r2 - g.k2 / 2) * g.d2;
+      const int i2 = M == MapMode::Subm ? c.w + (r2 - g.k2 / 2) * g.d2 : c.w * g.st2 - g.p2 + r2 * g.d2;
       int32_t v = -1;
       if (site_in_grid(s, c.x, i0, i1, i2)) {
         const int64_t key = site_key(s, c.x, i0, i1, i2);
@@ -196,7 +201,7 @@ int map_grid(int64_t cap, int sm) {
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, SubmMapKernel kind, int sm,
                      cudaStream_t st) {
   if (kind == SubmMapKernel::Rows && !masks) {
-    subm_rows_kernel<<<grid_for(s.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(s, g, out_in);
+    rows_map_kernel<MapMode::Subm><<<grid_for(s.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(s, s, g, out_in);
     SCN_CUDA_LAUNCHED();
     return;
   }
@@ -214,11 +219,17 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, S
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, bool from_inputs,
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, StridedMapKernel kind,
                         int sm, cudaStream_t st) {
+  if (kind == StridedMapKernel::Rows && !masks) {
+    rows_map_kernel<MapMode::Strided>
+        <<<grid_for(out.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(out, in, g, out_in);
+    SCN_CUDA_LAUNCHED();
+    return;
+  }
   // from the input side (fewer lookups), unless neighbour masks are wanted (row sort)
   const bool scatter =
-      from_inputs && !masks && g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
+      kind == StridedMapKernel::Scatter && !masks && g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
   if (scatter) {
     map_clear_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(out.count, out.cap, g.K(), out_in);
     SCN_CUDA_LAUNCHED();

@@ -94,11 +94,13 @@ enum class SubmMapKernel { Rows, Symmetric, General };
 /// neighbour mask (bit k set when out_in[o*K + k] >= 0).
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, SubmMapKernel kind, int sm_count,
                      cudaStream_t st);
-/// out_in[o*K + k] for a strided conv: output set `out`, input set `in`. `from_inputs`: build it
-/// from the input rows (one lookup per (input, tap) pair) unless `masks` are wanted; the same map.
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, bool from_inputs,
-                        int sm_count,
-                        cudaStream_t st);
+/// Strided map kernels (all give the same map): by kernel rows of the output rows (as the default
+/// submanifold kernel); from the input rows (one lookup per (input, tap) pair, after clearing the
+/// map); one lookup per (output row, offset). Where `masks` are wanted only the last.
+enum class StridedMapKernel { Rows, Scatter, General };
+/// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, StridedMapKernel kind,
+                        int sm_count, cudaStream_t st);
 /// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
 /// strided outputs in `out` (looked up).
 void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count,
