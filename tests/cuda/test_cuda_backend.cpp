@@ -284,10 +284,6 @@ TEST(CudaBackend, DensifyTails) {
       if (variant == 2) b.push_output(dense);
     }
     expect_close(b, {in});
-    // densify gathering every output position (zeros included) instead of the default rows into
-    // outputs zeroed on the map stream
-    ScopedEnv gather("SCN_CUDA_DENSIFY", "gather");
-    expect_close(b, {in});
   }
 }
 

@@ -368,11 +368,6 @@ class CudaEngine final : public Engine {
                                       : StridedMapKernel::General;
     }
     if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
-    if (const char* e = std::getenv("SCN_CUDA_DENSIFY")) {
-      const std::string v = e;
-      SCN_CHECK(v == "early" || v == "gather", "SCN_CUDA_DENSIFY='", v, "' is not one of early, gather");
-      dense_early_ = v == "early";
-    }
     if (const char* e = std::getenv("SCN_CUDA_PDL")) {
       const std::string v = e;
       SCN_CHECK(v == "0" || v == "1" || v == "2", "SCN_CUDA_PDL='", v,
@@ -415,8 +410,6 @@ class CudaEngine final : public Engine {
       for (auto& e : ev_release_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       for (auto& e : ev_built_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join_, cudaEventDisableTiming));
-      SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_zero_release_, cudaEventDisableTiming));
-      SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_zeroed_, cudaEventDisableTiming));
     }
 
     errors_.alloc(g.nodes.size() * kNumErrKinds * sizeof(ErrSlot));
@@ -440,8 +433,6 @@ class CudaEngine final : public Engine {
     for (auto e : ev_release_) cudaEventDestroy(e);
     for (auto e : ev_built_) cudaEventDestroy(e);
     if (ev_join_) cudaEventDestroy(ev_join_);
-    if (ev_zero_release_) cudaEventDestroy(ev_zero_release_);
-    if (ev_zeroed_) cudaEventDestroy(ev_zeroed_);
     if (side_stream_) cudaStreamDestroy(side_stream_);
     if (capture_stream_) cudaStreamDestroy(capture_stream_);
     if (done_event_) cudaEventDestroy(done_event_);
@@ -1268,12 +1259,6 @@ class CudaEngine final : public Engine {
       if (first[size_t(r)] == INT_MAX) continue;
       last[size_t(r)] = std::max(last[size_t(r)], an_.last_use[v]);
     }
-    // Dense outputs zeroed early on the map stream (enqueue): alive from the last map's release on.
-    if (zero_dense_early())
-      for (const auto& [n, out] : densify_out_) {
-        const int r = root(out);
-        first[size_t(r)] = std::min(first[size_t(r)], release_node_[size_t(map_order_.back())]);
-      }
     value_req_.assign(nv, -1);
     for (size_t v = 0; v < nv; ++v)
       if (first[v] != INT_MAX) {
@@ -1521,7 +1506,6 @@ class CudaEngine final : public Engine {
 
   void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
     pdl_now_ = false;
-    dense_zeroed_now_ = false;
     if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
       for (size_t i = 0; i < steps_.size(); ++i) {
         if (ev) SCN_CUDA_CHECK(cudaEventRecord((*ev)[i], s));
@@ -1540,30 +1524,15 @@ class CudaEngine final : public Engine {
     bool inputs_done = false;
     bool map_just_built = false;
     bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
-    bool zero_queued = false, densify_seen = false;
     auto release_up_to = [&](int node) {
       while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
         const int m = map_order_[next_build++];
-        if (m != inline_map) {
-          side_used = true;
-          SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
-          SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
-          run_step(Step{StepKind::Map, an_.maps[size_t(m)].first_node, m}, side_stream_);
-          SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
-        }
-        if (next_build == map_order_.size() && zero_dense_early() && !densify_seen) {
-          // after the last map: zero the dense outputs (memory-bound, beside latency-bound convs), so
-          // that densify writes only the rows (collect_requests starts their lifetime here)
-          side_used = zero_queued = true;
-          SCN_CUDA_CHECK(cudaEventRecord(ev_zero_release_, s));
-          SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_zero_release_, 0));
-          for (const auto& [n, out] : densify_out_) {
-            int64_t e = 1;
-            for (int64_t d : shapes_.dense_shape[size_t(out)]) e *= d;
-            SCN_CUDA_CHECK(cudaMemsetAsync(value_ptr(out), 0, size_t(e) * 2, side_stream_));
-          }
-          SCN_CUDA_CHECK(cudaEventRecord(ev_zeroed_, side_stream_));
-        }
+        if (m == inline_map) continue;
+        side_used = true;
+        SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
+        SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
+        run_step(Step{StepKind::Map, an_.maps[size_t(m)].first_node, m}, side_stream_);
+        SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
       }
     };
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -1582,19 +1551,10 @@ class CudaEngine final : public Engine {
       if (inputs_done) release_up_to(st.node);
       if (st.kind == StepKind::Conv && st.slot != inline_map && an_.maps[size_t(st.slot)].first_node == st.node)
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
-      if (st.kind == StepKind::Densify) {
-        // (a densify before the last map's release keeps the gather kernel, and nothing is zeroed)
-        densify_seen = true;
-        if (zero_queued && !dense_zeroed_now_) {
-          SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_zeroed_, 0));
-          dense_zeroed_now_ = true;
-        }
-      }
       pdl_now_ = pdl && !map_just_built;
       run_step(st, s);
       map_just_built = false;
     }
-    dense_zeroed_now_ = false;
     if (!inputs_done) release_up_to(0);
     release_up_to(INT_MAX);
     if (side_used) {
@@ -1603,9 +1563,6 @@ class CudaEngine final : public Engine {
     }
     pdl_now_ = false;
   }
-
-  /// Dense outputs are zeroed on the map stream after its last map (enqueue, collect_requests).
-  bool zero_dense_early() const { return dense_early_ && lookahead_ > 0 && !map_order_.empty() && !densify_out_.empty(); }
 
   ErrSlot* err_of(int node) const { return errors_.get<ErrSlot>() + size_t(node) * kNumErrKinds; }
 
@@ -1753,7 +1710,6 @@ class CudaEngine final : public Engine {
           d.out_axis[j] = perm[size_t(j)];
           d.out_size[j] = shape[size_t(j)];
         }
-        d.zeroed = dense_zeroed_now_;
         launch_densify(d, sm_count_, s);
         return;
       }
@@ -1981,7 +1937,6 @@ class CudaEngine final : public Engine {
   cudaStream_t own_stream_ = nullptr;
   cudaEvent_t done_event_ = nullptr;
   cudaStream_t side_stream_ = nullptr;
-  cudaEvent_t ev_zero_release_ = nullptr, ev_zeroed_ = nullptr;  // early zeroing of dense outputs
   cudaStream_t capture_stream_ = nullptr;  // highest priority; graph capture only (SCN_CUDA_PRIORITY)
   int lookahead_ = 2;
   std::vector<int> release_node_, map_order_;
@@ -1995,8 +1950,6 @@ class CudaEngine final : public Engine {
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
   int pdl_ = 2;                  // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
   bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically
-  bool dense_early_ = true;      // SCN_CUDA_DENSIFY=gather: densify writes the zeros itself
-  bool dense_zeroed_now_ = false;  // enqueue: the dense outputs were zeroed on the map stream
   bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
   SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general
   StridedMapKernel strided_map_ = StridedMapKernel::Rows;  // SCN_CUDA_STRIDED_MAP=rows|scatter|general

@@ -170,47 +170,6 @@ __global__ void densify4_kernel(const DensifyPlan p) {
   }
 }
 
-// Densify into zeros: a block takes 32 rows (lane = row), each warp a share of the 8-channel groups:
-// one 16-byte read per (row, group), then eight 2-byte stores, one per channel plane. Rows are sorted
-// by key, so a warp's 32 stores to one channel plane land mostly side by side along the innermost
-// (spatial) output axis.
-__global__ void densify_rows_kernel(const DensifyPlan p) {
-  const DensifyArgs& a = p.a;
-  const __half* __restrict__ x = static_cast<const __half*>(a.x);
-  __half* __restrict__ y = static_cast<__half*>(a.y);
-  const int64_t n = rows_of(a.sites.count, a.sites.cap);
-  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5), warps = int(blockDim.x >> 5);
-  for (int64_t r0 = int64_t(blockIdx.x) * 32; r0 < n; r0 += int64_t(gridDim.x) * 32) {
-    const int64_t row = r0 + lane;
-    bool live = row < n;
-    int64_t off = 0;
-    if (live) {
-      const int4 c = a.sites.coords[row];
-      const int src[5] = {c.x, 0, c.y, c.z, c.w};
-      int64_t stride = 1;
-      for (int j = 4; j >= 0; --j) {
-        if (j == p.jc) {
-          stride *= a.out_size[j];
-          continue;
-        }
-        const int q = src[a.out_axis[j]];
-        live = live && q >= 0 && q < a.out_size[j];  // (the gather form never reads outside the shape)
-        off += q * stride;
-        stride *= a.out_size[j];
-      }
-    }
-    if (!live) continue;
-    for (int g = warp; g < p.groups; g += warps) {
-      alignas(16) __half v[8];
-      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(x + row * a.cp + g * 8);
-      __half* dst = y + off + int64_t(g) * 8 * p.cs;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        if (g * 8 + j < a.channels) dst[int64_t(j) * p.cs] = v[j];
-    }
-  }
-}
-
 __global__ void permute_kernel(const PermuteArgs a) {
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   __half* __restrict__ y = static_cast<__half*>(a.y);
@@ -281,11 +240,6 @@ void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
   p.groups = (a.channels + 7) / 8;
   const int64_t total = p.npos * p.groups;
   if (total == 0) return;
-  if (a.zeroed) {
-    densify_rows_kernel<<<grid_for(a.sites.cap, 32, sm, 8), 256, 0, st>>>(p);
-    SCN_CUDA_LAUNCHED();
-    return;
-  }
   // innermost output axis spatial and a multiple of 4 wide: 8-byte stores of 4 positions
   if (p.jc != 4 && a.out_size[4] % 4 == 0 && p.cs % 4 == 0) {
     const int64_t threads = p.npos / 4 * ((p.groups + kDensifyGroups - 1) / kDensifyGroups);

@@ -244,7 +244,6 @@ struct DensifyArgs {
   void* y = nullptr;        ///< half, dense
   int out_axis[5];      ///< source axis of each output axis (0 b, 1 c, 2 i0, 3 i1, 4 i2)
   int64_t out_size[5];
-  bool zeroed = false;  ///< y already holds zeros: write the rows only (one pass over the sites)
 };
 void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st);
 
