@@ -99,7 +99,8 @@ if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f 
     echo "===== trace $plan $prec ${envs:-}"
     # shellcheck disable=SC2046  # the variant's ENV=V words
     env $(echo "${envs:-}" | tr , ' ') CUDA_INJECTION64_PATH="$BUILD/tools/libscn_trace.so" \
-      SCN_TRACE_FILE="/tmp/scn-trace-$plan-$prec.csv" "$BUILD/tools/cli/scn" bench "/tmp/scn-int8/cp.$plan.onnx" --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
+      SCN_TRACE_FILE="/tmp/scn-trace-$plan-$prec.csv" "$BUILD/tools/cli/scn" bench "/tmp/scn-int8/cp.$plan.onnx" \
+      --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
       --indices "$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --precision "$prec" \
       --device cuda --runs 100 2>&1 | grep -E "latency|scn_trace"
     python3 tools/trace/trace_report.py "/tmp/scn-trace-$plan-$prec.csv" --last 50 --width 110

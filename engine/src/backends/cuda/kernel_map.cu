@@ -228,8 +228,8 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
     return;
   }
   // from the input side (fewer lookups), unless neighbour masks are wanted (row sort)
-  const bool scatter =
-      kind == StridedMapKernel::Scatter && !masks && g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
+  const bool scatter = kind == StridedMapKernel::Scatter && !masks && g.k0 <= kMaxTapsPerAxis &&
+                       g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis;
   if (scatter) {
     map_clear_kernel<<<grid_for(out.cap * g.K(), 256, sm), 256, 0, st>>>(out.count, out.cap, g.K(), out_in);
     SCN_CUDA_LAUNCHED();
