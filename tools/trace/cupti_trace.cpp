@@ -9,6 +9,7 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -29,11 +29,25 @@ __device__ __forceinline__ bool site_in_grid(const SiteIndex& s, int b, int i0, 
   return b >= 0 && b < s.batch && i0 >= 0 && i0 < s.s0 && i1 >= 0 && i1 < s.s1 && i2 >= 0 && i2 < s.s2;
 }
 
+/// Rank of the first set bit of bitmap word w (sites in all words before it).
+__device__ __forceinline__ int64_t site_rank_base(const SiteIndex& s, int64_t w) {
+  return int64_t(__ldg(s.rank_block + (w / kRankBlock))) + int64_t(__ldg(s.rank_local + w));
+}
+
+/// Sorted rank of a key whose bit is known to be set, given the rank base of its word.
+__device__ __forceinline__ int64_t site_rank_in_word(int64_t base, int64_t key, uint64_t word) {
+  return base + __popcll(word & ((uint64_t(1) << (key & 63)) - 1));
+}
+
 /// Sorted rank of a key whose bit is known to be set.
 __device__ __forceinline__ int64_t site_rank(const SiteIndex& s, int64_t key, uint64_t word) {
-  const int64_t w = key >> 6;
-  const uint64_t below = (uint64_t(1) << (key & 63)) - 1;
-  return int64_t(__ldg(s.rank_block + (w / kRankBlock))) + int64_t(__ldg(s.rank_local + w)) + __popcll(word & below);
+  return site_rank_in_word(site_rank_base(s, key >> 6), key, word);
+}
+
+/// Row of the site of sorted rank r, or -1 when an overflow dropped it (rank >= cap).
+__device__ __forceinline__ int32_t site_row(const SiteIndex& s, int64_t r) {
+  if (r >= s.cap) return -1;
+  return s.perm ? __ldg(s.perm + r) : int32_t(r);
 }
 
 /// Row of the site (b, i0, i1, i2) or -1 (absent, outside the grid, or dropped by an overflow).
@@ -42,9 +56,7 @@ __device__ __forceinline__ int32_t site_lookup(const SiteIndex& s, int b, int i0
   const int64_t key = site_key(s, b, i0, i1, i2);
   const uint64_t word = __ldg(s.bits + (key >> 6));
   if (!((word >> (key & 63)) & 1)) return -1;
-  const int64_t r = site_rank(s, key, word);
-  if (r >= s.cap) return -1;
-  return s.perm ? __ldg(s.perm + r) : int32_t(r);
+  return site_row(s, site_rank(s, key, word));
 }
 
 /// Kernel taps of input site `c` whose strided-conv output coordinate is whole and inside the output

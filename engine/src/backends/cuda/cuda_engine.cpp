@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -70,6 +71,20 @@ constexpr size_t kMaxBitmapBytes = size_t(1) << 30;
 constexpr int64_t kGemmChunk = 65536;           // rows per cuBLAS call on the gather-GEMM path
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// Index in `options` of the value of environment switch `name`, `fallback` when it is unset; any
+/// other value is an error naming the switch and its options.
+int env_choice(const char* name, std::initializer_list<const char*> options, int fallback) {
+  const char* e = std::getenv(name);
+  if (!e) return fallback;
+  std::string list;
+  int i = 0;
+  for (const char* o : options) {
+    if (std::strcmp(e, o) == 0) return i;
+    list += (i++ ? ", " : "") + std::string(o);
+  }
+  throw Error(detail::concat(name, "='", e, "' is not one of ", list));
+}
 
 /// Owned CUDA memory: device (cudaMalloc) or pinned host (cudaMallocHost) by `Pinned`.
 template <bool Pinned>
@@ -353,27 +368,13 @@ class CudaEngine final : public Engine {
       sort_rows_ = v == "auto" ? RowSort::Auto : RowSort(std::atoi(e));
     }
     if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
-    if (const char* e = std::getenv("SCN_CUDA_SUBM_MAP")) {
-      const std::string v = e;
-      SCN_CHECK(v == "rows" || v == "sym" || v == "general", "SCN_CUDA_SUBM_MAP='", v,
-                "' is not one of rows, sym, general");
-      subm_map_ = v == "rows" ? SubmMapKernel::Rows : v == "sym" ? SubmMapKernel::Symmetric : SubmMapKernel::General;
-    }
-    if (const char* e = std::getenv("SCN_CUDA_STRIDED_MAP")) {
-      const std::string v = e;
-      SCN_CHECK(v == "rows" || v == "scatter" || v == "general", "SCN_CUDA_STRIDED_MAP='", v,
-                "' is not one of rows, scatter, general");
-      strided_map_ = v == "rows"      ? StridedMapKernel::Rows
-                     : v == "scatter" ? StridedMapKernel::Scatter
-                                      : StridedMapKernel::General;
-    }
+    // (enumerator order = option order)
+    subm_map_ = SubmMapKernel(env_choice("SCN_CUDA_SUBM_MAP", {"rows", "sym", "general"}, int(subm_map_)));
+    strided_map_ =
+        StridedMapKernel(env_choice("SCN_CUDA_STRIDED_MAP", {"rows", "scatter", "general"}, int(strided_map_)));
     if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
-    if (const char* e = std::getenv("SCN_CUDA_PDL")) {
-      const std::string v = e;
-      SCN_CHECK(v == "0" || v == "1" || v == "2", "SCN_CUDA_PDL='", v,
-                "' is not one of 0 (off), 1 (next conv launched at the last tile's start), 2 (at its epilogue)");
-      pdl_ = std::atoi(e);
-    }
+    // 0 off, 1 the next conv launched at the start of the last tile, 2 at its epilogue
+    pdl_ = env_choice("SCN_CUDA_PDL", {"0", "1", "2"}, pdl_);
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
       const int v = std::atoi(e);
       deep_split_ = (v == 2 || v == 4) ? v : 1;

@@ -148,9 +148,8 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
           base = -1;
         }
         if ((word >> (key & 63)) & 1) {
-          if (base < 0) base = int64_t(__ldg(s.rank_block + w / kRankBlock)) + int64_t(__ldg(s.rank_local + w));
-          const int64_t r = base + __popcll(word & ((uint64_t(1) << (key & 63)) - 1));
-          if (r < s.cap) v = s.perm ? __ldg(s.perm + r) : int32_t(r);
+          if (base < 0) base = site_rank_base(s, w);
+          v = site_row(s, site_rank_in_word(base, key, word));
         }
       }
       dst[r2] = v;

@@ -146,7 +146,7 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
     int64_t rank = 0;
     if (lane < group && w < s.words) {
       word = s.bits[w];
-      if (word) rank = int64_t(s.rank_block[w / kRankBlock]) + s.rank_local[w];
+      if (word) rank = site_rank_base(s, w);
     }
     for (uint32_t live = __ballot_sync(0xffffffffu, word != 0); live; live &= live - 1u) {
       const int src = __ffs(live) - 1;
@@ -154,7 +154,7 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
       const int64_t r0 = __shfl_sync(0xffffffffu, rank, src);
       for (int bit = lane; bit < 64; bit += 32) {
         if (!((wd >> bit) & 1)) continue;
-        const int64_t r = r0 + __popcll(wd & ((uint64_t(1) << bit) - 1));
+        const int64_t r = site_rank_in_word(r0, bit, wd);
         if (r >= s.cap) continue;
         const int64_t key = (w0 + src) * 64 + bit;
         int b, i0, i1, i2;
