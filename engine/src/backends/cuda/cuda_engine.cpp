@@ -361,12 +361,8 @@ class CudaEngine final : public Engine {
     if (const char* e = std::getenv("SCN_CUDA_IGEMM")) forced_cfg_ = e;
     if (const char* e = std::getenv("SCN_CUDA_MAP_LOOKAHEAD")) lookahead_ = std::max(0, std::atoi(e));
     if (const char* e = std::getenv("SCN_CUDA_AUTOTUNE")) autotune_ = std::string(e) != "0";
-    if (const char* e = std::getenv("SCN_CUDA_SORT_ROWS")) {
-      const std::string v = e;
-      SCN_CHECK(v == "auto" || v == "0" || v == "1" || v == "2", "SCN_CUDA_SORT_ROWS='", v,
-                "' is not one of auto, 0 (off), 1 (every map), 2 (every map, finer buckets)");
-      sort_rows_ = v == "auto" ? RowSort::Auto : RowSort(std::atoi(e));
-    }
+    // 0 off, 1 every map, 2 every map with finer buckets, auto (enumerator order = option order)
+    sort_rows_ = RowSort(env_choice("SCN_CUDA_SORT_ROWS", {"0", "1", "2", "auto"}, int(sort_rows_)));
     if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
     // (enumerator order = option order)
     subm_map_ = SubmMapKernel(env_choice("SCN_CUDA_SUBM_MAP", {"rows", "sym", "general"}, int(subm_map_)));
