@@ -1935,7 +1935,7 @@ class CudaEngine final : public Engine {
   cudaEvent_t done_event_ = nullptr;
   cudaStream_t side_stream_ = nullptr;
   cudaStream_t capture_stream_ = nullptr;  // highest priority; graph capture only (SCN_CUDA_PRIORITY)
-  int lookahead_ = 2;
+  int lookahead_ = 3;
   std::vector<int> release_node_, map_order_;
   std::vector<int> release_base_;  // release points before plan_arena's memory-aware delays
   std::vector<cudaEvent_t> ev_release_, ev_built_;
