@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <sstream>
 
 #include "backends/backend_factory.h"
 #include "backends/cpu/int8_arith.h"
@@ -361,6 +362,16 @@ class CudaEngine final : public Engine {
     if (const char* e = std::getenv("SCN_CUDA_IGEMM")) forced_cfg_ = e;
     if (const char* e = std::getenv("SCN_CUDA_MAP_LOOKAHEAD")) lookahead_ = std::max(0, std::atoi(e));
     if (const char* e = std::getenv("SCN_CUDA_AUTOTUNE")) autotune_ = std::string(e) != "0";
+    // configs the autotuner leaves out (A/B of tile sets; comma-separated names, each must exist)
+    if (const char* e = std::getenv("SCN_CUDA_TUNE_SKIP")) {
+      std::stringstream ss(e);
+      for (std::string name; std::getline(ss, name, ',');) {
+        if (name.empty()) continue;
+        const int id = igemm_find_config(name.c_str());
+        if (id < 0) throw Error(detail::concat("SCN_CUDA_TUNE_SKIP: no tile config named '", name, "'"));
+        tune_skip_.push_back(id);
+      }
+    }
     // 0 off, 1 every map, 2 every map with finer buckets, auto (enumerator order = option order)
     sort_rows_ = RowSort(env_choice("SCN_CUDA_SORT_ROWS", {"0", "1", "2", "auto"}, int(sort_rows_)));
     if (const char* e = std::getenv("SCN_CUDA_MAP_STAGE")) map_sync_ = std::string(e) == "sync";
@@ -1404,6 +1415,7 @@ class CudaEngine final : public Engine {
       DevMem best_wt;
       std::vector<uint16_t> w_host;
       for (int id : cands) {
+        if (std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
         DevMem wt;
         ConvArgs a = conv_args(c);
         if (igemm_config(id).tma) {
@@ -1944,6 +1956,7 @@ class CudaEngine final : public Engine {
   std::string forced_cfg_;
   bool use_graph_ = true;
   bool autotune_ = true;
+  std::vector<int> tune_skip_;  // SCN_CUDA_TUNE_SKIP
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
   int pdl_ = 2;                  // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
   bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically

@@ -23,6 +23,7 @@ std::vector<Instance>& instances() {
     igemm::add_instances_f(all);
     igemm::add_instances_q(all);
     igemm::add_instances_i8(all);
+    igemm::add_instances_i8b(all);
 #if SCN_CUDA_WGMMA
     igemm::add_instances_wg(all);
 #endif
@@ -56,7 +57,7 @@ int igemm_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_s
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p) {
   const IgemmConfig& c = igemm_config(id);
-  const int lds = c.wgmma ? c.bk : c.bk + 8;
+  const int lds = igemm_smem_row(c.bk, c.wgmma);
   const int chunks = cin_p / c.bk;
   const int ny = (cout_p + c.bn - 1) / c.bn;
   std::vector<uint16_t> t(size_t(K) * size_t(chunks) * size_t(ny) * size_t(c.bn) * size_t(lds), 0);

@@ -312,7 +312,7 @@ struct Tile {
   static constexpr int MT = WM / 16;  // mma tiles per warp along M
   static constexpr int NT = WN / 8;   // along N
   // smem row (halves): padded for conflict-free ldmatrix, or (wgmma) 64 halves in the 128-byte swizzle
-  static constexpr int LDS = WG ? BK : BK + 8;
+  static constexpr int LDS = igemm_smem_row(BK, WG);
   static constexpr int A_SUB = BM * LDS;  // one offset's A tile
   static constexpr int B_SUB = BN * LDS;  // one offset's B tile (= one pre-tiled TMA slice)
   static constexpr int A_STAGE = G * A_SUB;
@@ -943,6 +943,7 @@ void add_instances_e(std::vector<Instance>& v);
 void add_instances_f(std::vector<Instance>& v);
 void add_instances_q(std::vector<Instance>& v);   // kF16Q (INT8 engines)
 void add_instances_i8(std::vector<Instance>& v);  // kI8
+void add_instances_i8b(std::vector<Instance>& v);  // kI8, 16- and 32-channel levels
 void add_instances_wg(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
 
 }  // namespace igemm

@@ -182,6 +182,13 @@ struct IgemmConfig {
   bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
 };
 
+/// Halves per shared-memory row of a tile's A and B operands (and of a pre-tiled TMA weight row).
+/// Rows of 16 or more halves get 8 halves of padding, which makes every ldmatrix phase (8 rows of
+/// 16 bytes) conflict-free. 16-byte rows (int8 tiles of 16 channels, bk = 8) are conflict-free
+/// unpadded, and padding would both halve the rows per stage and cause 2-way conflicts. wgmma
+/// tiles use the 128-byte swizzle instead.
+constexpr int igemm_smem_row(int bk, bool wgmma) { return wgmma || bk == 8 ? bk : bk + 8; }
+
 /// The compiled tile configurations.
 int igemm_num_configs();
 const IgemmConfig& igemm_config(int id);
@@ -192,7 +199,7 @@ int igemm_find_config(const char* name);
 /// Blocks per SM the occupancy calculator gives for config `id` (after igemm_init).
 int igemm_blocks_per_sm(int id);
 /// Weights [K][cout_w][cin_p] (host, fp16 bits) re-tiled for a TMA config: for every offset k,
-/// channel chunk c and N tile j, BN rows of BK + 8 halves (zero padded), contiguous; for a wgmma
+/// channel chunk c and N tile j, BN rows of igemm_smem_row halves (zero padded), contiguous; for a wgmma
 /// config BN rows of BK = 64 halves in the 128-byte swizzle (chunk q of row r at q ^ (r % 8)).
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p);
