@@ -362,14 +362,21 @@ class CudaEngine final : public Engine {
     if (const char* e = std::getenv("SCN_CUDA_IGEMM")) forced_cfg_ = e;
     if (const char* e = std::getenv("SCN_CUDA_MAP_LOOKAHEAD")) lookahead_ = std::max(0, std::atoi(e));
     if (const char* e = std::getenv("SCN_CUDA_AUTOTUNE")) autotune_ = std::string(e) != "0";
-    // configs the autotuner leaves out (A/B of tile sets; comma-separated names, each must exist)
+    // tile shapes the autotuner leaves out, in every kernel mode (A/B of tile sets): comma-separated
+    // shape names such as m64n32k16s2tg4, each of which must exist
     if (const char* e = std::getenv("SCN_CUDA_TUNE_SKIP")) {
       std::stringstream ss(e);
       for (std::string name; std::getline(ss, name, ',');) {
         if (name.empty()) continue;
-        const int id = igemm_find_config(name.c_str());
-        if (id < 0) throw Error(detail::concat("SCN_CUDA_TUNE_SKIP: no tile config named '", name, "'"));
-        tune_skip_.push_back(id);
+        bool found = false;
+        for (int id = 0; id < igemm_num_configs(); ++id) {
+          const std::string full = igemm_config(id).name;
+          if (full == name || full.substr(full.find(' ') + 1) == name) {
+            tune_skip_.push_back(id);
+            found = true;
+          }
+        }
+        if (!found) throw Error(detail::concat("SCN_CUDA_TUNE_SKIP: no tile config named '", name, "'"));
       }
     }
     // 0 off, 1 every map, 2 every map with finer buckets, auto (enumerator order = option order)
