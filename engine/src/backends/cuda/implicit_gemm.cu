@@ -23,7 +23,6 @@ std::vector<Instance>& instances() {
     igemm::add_instances_f(all);
     igemm::add_instances_q(all);
     igemm::add_instances_i8(all);
-    igemm::add_instances_i8b(all);
 #if SCN_CUDA_WGMMA
     igemm::add_instances_wg(all);
 #endif

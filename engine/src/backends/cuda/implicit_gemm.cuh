@@ -943,7 +943,6 @@ void add_instances_e(std::vector<Instance>& v);
 void add_instances_f(std::vector<Instance>& v);
 void add_instances_q(std::vector<Instance>& v);   // kF16Q (INT8 engines)
 void add_instances_i8(std::vector<Instance>& v);  // kI8
-void add_instances_i8b(std::vector<Instance>& v);  // kI8, 16- and 32-channel levels
 void add_instances_wg(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
 
 }  // namespace igemm
