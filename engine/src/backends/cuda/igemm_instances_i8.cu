@@ -37,11 +37,6 @@ void add_instances_i8(std::vector<Instance> &v) {
   v.push_back(make_instance<64, 64, 32, 2, 2, 2, true, 2, 1, 1, kI8>("igemm-i8 m64n64k32s2tg2"));
   v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 1, 1, kI8>("igemm-i8 m64n32k16s2tg4"));
   v.push_back(make_instance<64, 32, 8, 4, 1, 2, true, 4, 1, 1, kI8>("igemm-i8 m64n32k8s2tg4"));
-  // registers capped for 6 / 7 blocks per SM (these levels are latency-bound: more resident blocks
-  // keep more gathers in flight; unpadded rows leave the shared memory for them)
-  v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 6, 1, kI8>("igemm-i8 m64n32k16s2tg4r6"));
-  v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 7, 1, kI8>("igemm-i8 m64n32k16s2tg4r7"));
-  v.push_back(make_instance<128, 16, 8, 4, 1, 3, false, 4, 6, 1, kI8>("igemm-i8 m128n16k8s3g4r6"));
 }
 
 }  // namespace scn::cuda::igemm

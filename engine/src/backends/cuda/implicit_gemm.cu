@@ -68,9 +68,8 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
           const int co = j * c.bn + r;
           if (co >= cout_w) continue;
           const uint16_t* src = w.data() + (size_t(k) * cout_w + co) * cin_p + size_t(ch) * c.bk;
-          if (!c.wgmma) {  // 16-byte chunks at their shared-memory positions (kernels.h)
-            for (int q = 0; q < c.bk / 8; ++q)
-              std::memcpy(slice + size_t(r) * lds + size_t(igemm_smem_chunk(c.bk, r, q) * 8), src + q * 8, 16);
+          if (!c.wgmma) {
+            std::memcpy(slice + size_t(r) * lds, src, size_t(c.bk) * 2);
             continue;
           }
           for (int q = 0; q < c.bk / 8; ++q)  // the 128-byte swizzle of the wgmma tiles (implicit_gemm.cuh)

@@ -313,8 +313,6 @@ struct Tile {
   static constexpr int NT = WN / 8;   // along N
   // smem row (halves): padded for conflict-free ldmatrix, or (wgmma) 64 halves in the 128-byte swizzle
   static constexpr int LDS = igemm_smem_row(BK, WG);
-  /// Offset (halves) of 16-byte chunk c of operand row r in a stage (non-wgmma tiles).
-  __device__ static constexpr int at(int r, int c) { return r * LDS + (igemm_smem_chunk(BK, r, c) << 3); }
   static constexpr int A_SUB = BM * LDS;  // one offset's A tile
   static constexpr int B_SUB = BN * LDS;  // one offset's B tile (= one pre-tiled TMA slice)
   static constexpr int A_STAGE = G * A_SUB;
@@ -395,7 +393,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
   const __half* __restrict__ wt = static_cast<const __half*>(a.w_tma);
 
   // Per-thread load assignment (fixed for the whole kernel).
-  int a_row[T::A_ITERS], a_col[T::A_ITERS];
+  int a_row[T::A_ITERS], a_dst[T::A_ITERS], a_col[T::A_ITERS];
   bool a_on[T::A_ITERS];
 #pragma unroll
   for (int it = 0; it < T::A_ITERS; ++it) {
@@ -404,9 +402,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     const int r = item / (T::CPR / T::A_SEG), sg = item % (T::CPR / T::A_SEG);
     a_row[it] = r;
     a_col[it] = sg * T::A_SEG * 8;
+    a_dst[it] = r * T::LDS + sg * T::A_SEG * 8;
   }
   const __half* b_src[T::B_ITERS];
-  int b_row[T::B_ITERS], b_chunk[T::B_ITERS];
+  int b_dst[T::B_ITERS];
   bool b_on[T::B_ITERS];
 #pragma unroll
   for (int it = 0; it < T::B_ITERS; ++it) {
@@ -414,8 +413,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     b_on[it] = item < T::B_ITEMS;
     const int r = item / (T::CPR / T::B_SEG), sg = item % (T::CPR / T::B_SEG);
     b_src[it] = static_cast<const __half*>(a.w) + int64_t(n0 + r) * cin_p + sg * T::B_SEG * 8;
-    b_row[it] = r;
-    b_chunk[it] = sg * T::B_SEG;
+    b_dst[it] = r * T::LDS + sg * T::B_SEG * 8;
   }
   const int64_t w_kstride = int64_t(a.cout_w) * cin_p;
 
@@ -548,7 +546,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           // 16-byte chunk q of the segment: padded row, or (wgmma) the 128-byte swizzle position
           auto chunk = [&](int q) -> __half* {
             if constexpr (WG) return dA + a_row[it] * T::LDS + ((((a_col[it] >> 3) + q) ^ (a_row[it] & 7)) << 3);
-            return dA + T::at(a_row[it], (a_col[it] >> 3) + q);
+            return dA + a_dst[it] + q * 8;
           };
           if (src_row >= 0) {
             const __half* src = x + int64_t(src_row) * cin_p + c0 + a_col[it];
@@ -566,7 +564,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           for (int it = 0; it < T::B_ITERS; ++it) {
             if (T::B_ITEMS % T::kThreads != 0 && !b_on[it]) continue;
 #pragma unroll
-            for (int q = 0; q < T::B_SEG; ++q) cp_async16(dB + T::at(b_row[it], b_chunk[it] + q), b_src[it] + wofs + q * 8);
+            for (int q = 0; q < T::B_SEG; ++q) cp_async16(dB + b_dst[it] + q * 8, b_src[it] + wofs + q * 8);
           }
         }
       }
@@ -671,13 +669,15 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
 #pragma unroll
             for (int i = 0; i < T::MT; ++i) {
               const int row = wm * T::WM + i * 16 + (lane & 15);
-              ldmatrix_x4(af[i], tA + T::at(row, 2 * kk + (lane >> 4)));
+              const int col = kk * 16 + (lane >> 4) * 8;
+              ldmatrix_x4(af[i], tA + row * T::LDS + col);
             }
 #pragma unroll
             for (int j = 0; j < T::NT / 2; ++j) {
               const int row = wn * T::WN + j * 16 + (lane & 7) + (lane >> 4) * 8;
+              const int col = kk * 16 + ((lane >> 3) & 1) * 8;
               uint32_t r[4];
-              ldmatrix_x4(r, tB + T::at(row, 2 * kk + ((lane >> 3) & 1)));
+              ldmatrix_x4(r, tB + row * T::LDS + col);
               bf[2 * j][0] = r[0];
               bf[2 * j][1] = r[1];
               bf[2 * j + 1][0] = r[2];

@@ -183,14 +183,11 @@ struct IgemmConfig {
 };
 
 /// Halves per shared-memory row of a tile's A and B operands (and of a pre-tiled TMA weight row).
-/// Rows of 16 bytes (bk = 8: int8 tiles of 16 channels) are conflict-free for ldmatrix unpadded.
-/// Rows of 32 bytes (bk = 16) are unpadded too, with their two 16-byte chunks swapped on every other
-/// group of four rows (igemm_smem_chunk), so that an ldmatrix phase (8 rows, one chunk each) still
-/// meets 32 distinct banks. Wider rows get 8 halves of padding; wgmma tiles use the 128-byte
-/// swizzle instead. Padding a 16- or 32-byte row costs a half or a third of the rows a stage holds.
-constexpr int igemm_smem_row(int bk, bool wgmma) { return wgmma || bk <= 16 ? bk : bk + 8; }
-/// Position of 16-byte chunk `c` inside shared-memory row `r` of a non-wgmma tile (see above).
-constexpr int igemm_smem_chunk(int bk, int r, int c) { return bk == 16 ? c ^ ((r >> 2) & 1) : c; }
+/// Rows of 16 or more halves get 8 halves of padding, which makes every ldmatrix phase (8 rows of
+/// 16 bytes) conflict-free. 16-byte rows (int8 tiles of 16 channels, bk = 8) are conflict-free
+/// unpadded, and padding would both halve the rows per stage and cause 2-way conflicts. wgmma
+/// tiles use the 128-byte swizzle instead.
+constexpr int igemm_smem_row(int bk, bool wgmma) { return wgmma || bk == 8 ? bk : bk + 8; }
 
 /// The compiled tile configurations.
 int igemm_num_configs();
