@@ -377,6 +377,35 @@ TEST(CudaBackend, Deterministic) {
     const Metrics m = compare(to_floats(run(*s1, {in}).outputs[0]), to_floats(a1.outputs[0]));
     EXPECT_LE(m.rel_l2, 1e-3) << "split class " << classes << ": " << describe(m);
   }
+  {
+    // the tuner without the tile shapes it picked (SCN_CUDA_TUNE_SKIP): other tiles, the same bits
+    ScopedEnv tune("SCN_CUDA_AUTOTUNE", "1");
+    std::vector<std::string> picked;
+    for (const auto& l : e1->profile_layers()) {
+      const size_t at = l.algorithm.rfind("igemm", 0) == 0 ? l.algorithm.find(' ') : std::string::npos;
+      if (at == std::string::npos) continue;
+      const std::string shape = l.algorithm.substr(at + 1, l.algorithm.find(' ', at + 1) - at - 1);
+      if (std::find(picked.begin(), picked.end(), shape) == picked.end()) picked.push_back(shape);
+    }
+    ASSERT_FALSE(picked.empty()) << "no layer reports an implicit-GEMM tile";
+    std::string list;
+    for (const std::string& p : picked) list += (list.empty() ? "" : ",") + p;
+    ScopedEnv skip("SCN_CUDA_TUNE_SKIP", list.c_str());
+    auto e7 = b.build(cuda_options(true));
+    EXPECT_TRUE(first == to_bytes(run(*e7, {in}).outputs[0])) << "tiles other than " << list << " differ";
+    for (const auto& l : e7->profile_layers())
+      for (const std::string& p : picked)
+        EXPECT_EQ(l.algorithm.find(" " + p + " "), std::string::npos) << l.node << " still runs skipped tile " << p;
+    // a name that is no tile is an error naming the switch, not a silently ignored entry
+    ScopedEnv bad("SCN_CUDA_TUNE_SKIP", (list + ",m7n7k7").c_str());
+    try {
+      b.build(cuda_options(true));
+      ADD_FAILURE() << "SCN_CUDA_TUNE_SKIP with an unknown tile was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("SCN_CUDA_TUNE_SKIP"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("m7n7k7"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // More output sites than output_bound: forward stays safe, check_errors and output() name the
