@@ -94,7 +94,6 @@ if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f 
   # PLAN:PRECISION[:ENV=V,ENV=V...] (PLAN one of the INT8 check's cp.PLAN.onnx).
   t6=$(date +%s)
   for pp in ${SCN_TRACE_PLANS:-target:int8 target:fp16}; do
-    # PLAN:PRECISION[:ENV=V,ENV=V...]
     IFS=: read -r plan prec envs <<< "$pp"
     echo "===== trace $plan $prec ${envs:-}"
     # shellcheck disable=SC2046  # the variant's ENV=V words

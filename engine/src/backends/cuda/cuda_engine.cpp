@@ -386,7 +386,7 @@ class CudaEngine final : public Engine {
     subm_map_ = SubmMapKernel(env_choice("SCN_CUDA_SUBM_MAP", {"rows", "sym", "general"}, int(subm_map_)));
     strided_map_ =
         StridedMapKernel(env_choice("SCN_CUDA_STRIDED_MAP", {"rows", "scatter", "general"}, int(strided_map_)));
-    if (const char* e = std::getenv("SCN_CUDA_PRIORITY")) priority_ = std::atoi(e) != 0;
+    priority_ = env_choice("SCN_CUDA_PRIORITY", {"0", "1"}, int(priority_)) != 0;
     // 0 off, 1 the next conv launched at the start of the last tile, 2 at its epilogue
     pdl_ = env_choice("SCN_CUDA_PDL", {"0", "1", "2"}, pdl_);
     if (const char* e = std::getenv("SCN_CUDA_SPLIT")) {
@@ -1521,7 +1521,6 @@ class CudaEngine final : public Engine {
   }
 
   void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
-    pdl_now_ = false;
     if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
       for (size_t i = 0; i < steps_.size(); ++i) {
         if (ev) SCN_CUDA_CHECK(cudaEventRecord((*ev)[i], s));
@@ -1567,8 +1566,7 @@ class CudaEngine final : public Engine {
       if (inputs_done) release_up_to(st.node);
       if (st.kind == StepKind::Conv && st.slot != inline_map && an_.maps[size_t(st.slot)].first_node == st.node)
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
-      pdl_now_ = pdl && !map_just_built;
-      run_step(st, s);
+      run_step(st, s, pdl && !map_just_built);
       map_just_built = false;
     }
     if (!inputs_done) release_up_to(0);
@@ -1577,7 +1575,6 @@ class CudaEngine final : public Engine {
       SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
       SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
     }
-    pdl_now_ = false;
   }
 
   ErrSlot* err_of(int node) const { return errors_.get<ErrSlot>() + size_t(node) * kNumErrKinds; }
@@ -1599,7 +1596,9 @@ class CudaEngine final : public Engine {
     return g;
   }
 
-  void run_step(const Step& st, cudaStream_t s) {
+  /// Enqueues one step on `s`. `pdl`: a conv may launch programmatically (launch_igemm), i.e. the
+  /// kernel before it on `s` did not write its map (maps on the map stream).
+  void run_step(const Step& st, cudaStream_t s, bool pdl = false) {
     const Graph& g = *graph_;
     switch (st.kind) {
       case StepKind::Input: {
@@ -1653,7 +1652,7 @@ class CudaEngine final : public Engine {
         if (c.gemm)
           run_gemm_conv(c, a, s);
         else
-          launch_igemm(c.cfg, a, sm_count_, s, pdl_now_);
+          launch_igemm(c.cfg, a, sm_count_, s, pdl);
         return;
       }
       case StepKind::Add: {
@@ -1966,7 +1965,6 @@ class CudaEngine final : public Engine {
   std::vector<int> tune_skip_;  // SCN_CUDA_TUNE_SKIP
   bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
   int pdl_ = 2;                  // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
-  bool pdl_now_ = false;         // enqueue with maps on the side stream: convs launch programmatically
   bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
   SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general
   StridedMapKernel strided_map_ = StridedMapKernel::Rows;  // SCN_CUDA_STRIDED_MAP=rows|scatter|general

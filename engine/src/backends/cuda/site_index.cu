@@ -129,6 +129,17 @@ __global__ void __launch_bounds__(kRankBlocksThreads)
   }
 }
 
+/// (b, i0, i1, i2) of a bitmap key (site_key's inverse), with divisions in the key's type.
+template <typename K>
+__device__ __forceinline__ int4 key_coords(const SiteIndex& s, K key) {
+  const int i2 = int(key % K(s.s2));
+  key /= K(s.s2);
+  const int i1 = int(key % K(s.s1));
+  key /= K(s.s1);
+  const int i0 = int(key % K(s.s0));
+  return make_int4(int(key / K(s.s0)), i0, i1, i2);
+}
+
 // One warp per group of `group` (<= 32) bitmap words: lane l < group loads word w0 + l and its rank,
 // then the warp walks the group's non-empty words together, lane l decoding bits l and l + 32 of
 // each. A dense word (the deep levels are mostly full) costs two steps of the warp instead of 64
@@ -157,25 +168,7 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
         const int64_t r = site_rank_in_word(r0, bit, wd);
         if (r >= s.cap) continue;
         const int64_t key = (w0 + src) * 64 + bit;
-        int b, i0, i1, i2;
-        if (narrow) {
-          uint32_t k = uint32_t(key);
-          i2 = int(k % uint32_t(s.s2));
-          k /= uint32_t(s.s2);
-          i1 = int(k % uint32_t(s.s1));
-          k /= uint32_t(s.s1);
-          i0 = int(k % uint32_t(s.s0));
-          b = int(k / uint32_t(s.s0));
-        } else {
-          int64_t k = key;
-          i2 = int(k % s.s2);
-          k /= s.s2;
-          i1 = int(k % s.s1);
-          k /= s.s1;
-          i0 = int(k % s.s0);
-          b = int(k / s.s0);
-        }
-        s.coords[r] = make_int4(b, i0, i1, i2);
+        s.coords[r] = narrow ? key_coords<uint32_t>(s, uint32_t(key)) : key_coords<uint64_t>(s, uint64_t(key));
       }
     }
   }
