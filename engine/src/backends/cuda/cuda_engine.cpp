@@ -1963,10 +1963,10 @@ class CudaEngine final : public Engine {
   bool use_graph_ = true;
   bool autotune_ = true;
   std::vector<int> tune_skip_;  // SCN_CUDA_TUNE_SKIP
-  bool map_sync_ = false;  // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
-  int pdl_ = 2;                  // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
-  bool priority_ = true;         // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
-  SubmMapKernel subm_map_ = SubmMapKernel::Rows;  // SCN_CUDA_SUBM_MAP=rows|sym|general
+  bool map_sync_ = false;       // SCN_CUDA_MAP_STAGE=sync: tile maps staged with plain loads
+  int pdl_ = 2;                 // SCN_CUDA_PDL: 0 off, 1 dependents launched at the last tile's start, 2 its epilogue
+  bool priority_ = true;        // SCN_CUDA_PRIORITY=0: graph nodes at the launch stream's priority
+  SubmMapKernel subm_map_ = SubmMapKernel::Rows;           // SCN_CUDA_SUBM_MAP=rows|sym|general
   StridedMapKernel strided_map_ = StridedMapKernel::Rows;  // SCN_CUDA_STRIDED_MAP=rows|scatter|general
   int deep_split_ = 0;  // SCN_CUDA_SPLIT: split-K class of the >= 64-channel convs (0: split_for's default)
   RowSort sort_rows_ = RowSort::Off;  // SCN_CUDA_SORT_ROWS: which maps order their rows by neighbour mask
