@@ -11,6 +11,7 @@
 #   SCN_SKIP_TESTS=1    skip the tests      SCN_SKIP_BENCH=1  skip the benchmark
 #   SCN_SKIP_INT8=1     skip the CenterPoint INT8 check (tests/int8/int8_centerpoint_cuda.sh; SCN_INT8_RUNS)
 #   SCN_SKIP_ZOO=1      skip the zoo models
+#   SCN_SKIP_GOLDEN=1   skip the bitwise output digests (SCN_GOLDEN=record: write them to $OUT instead of checking)
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
@@ -87,6 +88,21 @@ if [ "${SCN_SKIP_INT8:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
     "${SCN_INT8_RUNS:-500}" > "$OUT/int8.log" 2>&1
   echo "int8 centerpoint rc $? in $(( $(date +%s) - t5 )) s" | tee -a "$OUT/env.log"
   grep -E "^==|cosine|identical|latency|workspace|PASS|FAIL" "$OUT/int8.log" | head -60
+fi
+
+if [ "${SCN_SKIP_GOLDEN:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
+  # Bitwise guard (tests/cuda/golden_outputs.sh): SCN_GOLDEN=record writes the digests of this tree
+  # to $OUT/golden_outputs.txt; otherwise they are checked against tests/cuda/golden_outputs.txt.
+  t7=$(date +%s)
+  if [ "${SCN_GOLDEN:-check}" = "record" ]; then
+    tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-golden \
+      record "$OUT/golden_outputs.txt" > "$OUT/golden.log" 2>&1
+  else
+    tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-golden \
+      check "$ROOT/tests/cuda/golden_outputs.txt" > "$OUT/golden.log" 2>&1
+  fi
+  echo "golden outputs rc $? in $(( $(date +%s) - t7 )) s" | tee -a "$OUT/env.log"
+  tail -5 "$OUT/golden.log"
 fi
 
 if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f /tmp/scn-int8/cp.target.onnx ]; then
