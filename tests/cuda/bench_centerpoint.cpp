@@ -51,6 +51,22 @@ Stats stats(std::vector<double> v) {
   return s;
 }
 
+/// "FIELD=V,FIELD=V" -> pairs; an item without '=' is an error naming it.
+std::vector<std::pair<std::string, std::string>> parse_variant(const std::string& v) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t p0 = 0;
+  while (p0 < v.size()) {
+    size_t p1 = v.find(',', p0);
+    if (p1 == std::string::npos) p1 = v.size();
+    const std::string item = v.substr(p0, p1 - p0);
+    const size_t eq = item.find('=');
+    SCN_CHECK(eq != std::string::npos, "--variant '", v, "': '", item, "' is not FIELD=VALUE");
+    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    p0 = p1 + 1;
+  }
+  return kv;
+}
+
 /// One FIELD=V of a --variant into `o.cuda`; an unknown field or value is an error naming it.
 void apply_variant(BuildOptions& o, const std::string& k, const std::string& v) {
   CudaOptions& c = o.cuda;
@@ -231,6 +247,8 @@ int main(int argc, char** argv) {
     if (ncu) {
       BuildOptions o = cuda_opts(false);
       o.cuda.autotune = false;
+      for (const std::string& v : variants)  // e.g. --variant tile=NAME (scripts/ncu_layers.sh)
+        for (const auto& [k, val] : parse_variant(v)) apply_variant(o, k, val);
       auto en = b.build(o);
       en->set_input(0, frame.features, frame.indices, frame.grid, 1);
       for (const auto& l : en->profile_layers())
@@ -292,7 +310,7 @@ int main(int argc, char** argv) {
     put("workspace_bytes_MB", double(e->workspace_bytes()) / 1e6);
     put("device_memory_delta_MB", double(after - before) / 1e6);
 
-    // ---- variants (environment switches), each against the default engine ----------------------
+    // ---- variants (CudaOptions fields), each against the default engine ---------------------------
     if (!variants.empty()) {
       // All variant engines are built first and timed round-robin with the default one (the
       // GPU's clocks drift by ~2 % over a minute of load: sequential timing would favour the
@@ -307,16 +325,7 @@ int main(int argc, char** argv) {
       std::vector<Variant> vs;
       vs.push_back({"default", nullptr, {}, double(after - before) / 1e6, true});
       for (const std::string& v : variants) {
-        std::vector<std::pair<std::string, std::string>> kv;
-        size_t p0 = 0;
-        while (p0 < v.size()) {
-          size_t p1 = v.find(',', p0);
-          if (p1 == std::string::npos) p1 = v.size();
-          const std::string item = v.substr(p0, p1 - p0);
-          const size_t eq = item.find('=');
-          if (eq != std::string::npos) kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-          p0 = p1 + 1;
-        }
+        const auto kv = parse_variant(v);
         try {
           BuildOptions o = cuda_opts(true);
           for (const auto& [k, val] : kv) apply_variant(o, k, val);
