@@ -61,7 +61,9 @@ TEST(BackendOpsTable, EveryCaseRunsOnTheCpuOracle) {
     const auto got = aligned(*low, rlo, r32);
     for (size_t i = 0; i < ref.size(); ++i) {
       ASSERT_EQ(got[i].size(), ref[i].size()) << "output " << i;
-      EXPECT_GT(nonzero(ref[i]), ref[i].size() / 8) << "output " << i << " is mostly zeros: not a useful case";
+      // (a dense output is zero away from the occupied sites: ~10 % of the cells here)
+      const size_t floor = ref[i].size() / (f32->output_is_sparse(int(i)) ? 8 : 50);
+      EXPECT_GT(nonzero(ref[i]), floor) << "output " << i << " is mostly zeros: not a useful case";
       const Metrics m = compare(got[i], ref[i]);
       EXPECT_TRUE(std::isfinite(m.max_abs)) << describe(m);
       EXPECT_LE(m.rel_l2, c.precision == Precision::Int8 ? 0.1 : 2e-3) << "output " << i << ": " << describe(m);

@@ -138,8 +138,10 @@ TEST(EnginePlan, CenterPointFusionGroupsStepsAndCapacities) {
   // a new frame re-plans the shapes through replan()
   const FramePlan f = p.replan({{41, 160, 160}}, 2);
   EXPECT_EQ(f.batch, 2);
-  for (int v : graph->outputs)
-    if (!graph->values[size_t(v)].sparse) EXPECT_EQ(f.shapes.dense_shape[size_t(v)][0], 2);
+  for (int v : graph->outputs) {
+    if (graph->values[size_t(v)].sparse) continue;
+    EXPECT_EQ(f.shapes.dense_shape[size_t(v)][0], 2);
+  }
 }
 
 }  // namespace

@@ -383,6 +383,9 @@ std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const 
     }
   }
   o.backend = Backend::Cpu;
+  SCN_CHECK(options.cuda.tile.empty(), "BuildOptions.cuda.tile = '", options.cuda.tile,
+            "' forces a CUDA tile, but this engine runs on the CPU backend",
+            options.backend == Backend::Auto ? " (Backend::Auto: no usable GPU, or precision fp32)" : "");
   return create_cpu_engine(plan, o);
 }
 
