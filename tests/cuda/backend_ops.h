@@ -52,7 +52,8 @@ inline OpCase single_conv_case(const std::string& name, int cin, int cout, Int3 
   c.build = [=]() {
     EngineBuilder b(name);
     ValueId x = b.push_input("0", cin);
-    b.push_output(b.push_sparse_conv("conv", x, conv(cin, cout, k, stride, subm, 7 + uint64_t(cin) * 131 + uint64_t(cout))));
+    b.push_output(
+        b.push_sparse_conv("conv", x, conv(cin, cout, k, stride, subm, 7 + uint64_t(cin) * 131 + uint64_t(cout))));
     return b;
   };
   c.inputs = {test::random_input(n, cin, {16, 40, 40}, batch, 1000 + uint64_t(cin + cout))};
@@ -80,7 +81,8 @@ inline std::vector<OpCase> op_cases() {
     c.build = []() {
       EngineBuilder b("strided_then_inverse");
       ValueId x = b.push_input("0", 16);
-      ValueId y = b.push_sparse_conv("down", x, conv(16, 32, {3, 3, 3}, {2, 2, 2}, false, 21, Activation::ReLU, "spconv1"));
+      ValueId y =
+          b.push_sparse_conv("down", x, conv(16, 32, {3, 3, 3}, {2, 2, 2}, false, 21, Activation::ReLU, "spconv1"));
       ConvAttrs inv = conv(32, 16, {3, 3, 3}, {2, 2, 2}, false, 22, Activation::ReLU, "spconv1");
       inv.inverse = true;
       b.push_output(b.push_sparse_conv("up", y, inv));
@@ -95,9 +97,11 @@ inline std::vector<OpCase> op_cases() {
     c.build = []() {
       EngineBuilder b("basic_block_add_relu");
       ValueId x = b.push_input("0", 32);
-      ValueId a = b.push_relu("relu0", b.push_sparse_conv("conv1", x, conv(32, 32, {3, 3, 3}, {1, 1, 1}, true, 31,
-                                                                             Activation::None, "subm0")));
-      ValueId c2 = b.push_sparse_conv("conv2", a, conv(32, 32, {3, 3, 3}, {1, 1, 1}, true, 32, Activation::None, "subm0"));
+      ValueId a = b.push_relu(
+          "relu0",
+          b.push_sparse_conv("conv1", x, conv(32, 32, {3, 3, 3}, {1, 1, 1}, true, 31, Activation::None, "subm0")));
+      ValueId c2 =
+          b.push_sparse_conv("conv2", a, conv(32, 32, {3, 3, 3}, {1, 1, 1}, true, 32, Activation::None, "subm0"));
       b.push_output(b.push_relu("relu1", b.push_add("add", c2, x)));
       return b;
     };
@@ -110,7 +114,8 @@ inline std::vector<OpCase> op_cases() {
     c.build = []() {
       EngineBuilder b("concat");
       ValueId x = b.push_input("0", 16);
-      ValueId p = b.push_sparse_conv("conv_a", x, conv(16, 24, {3, 3, 3}, {1, 1, 1}, true, 41, Activation::ReLU, "subm0"));
+      ValueId p =
+          b.push_sparse_conv("conv_a", x, conv(16, 24, {3, 3, 3}, {1, 1, 1}, true, 41, Activation::ReLU, "subm0"));
       ValueId q = b.push_sparse_conv("conv_b", x, conv(16, 40, {1, 1, 1}, {1, 1, 1}, true, 42, Activation::None));
       b.push_output(b.push_concat("cat", {p, q}));
       return b;
@@ -150,7 +155,8 @@ inline std::vector<OpCase> op_cases() {
 
 /// The first compiled fp16 tile (unsplit) whose name satisfies `pred`, or "" (tile names:
 /// cuda_tile_configs(), kernels.h igemm_config_name).
-inline std::string first_tile(const std::vector<std::string>& names, const std::function<bool(const std::string&)>& pred) {
+inline std::string first_tile(const std::vector<std::string>& names,
+                              const std::function<bool(const std::string&)>& pred) {
   for (const std::string& n : names)
     if (n.find('x') == std::string::npos && pred(n)) return n;
   return "";
@@ -165,13 +171,13 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
   v.push_back({"autotune_off", [](CudaOptions& o) { o.autotune = false; }, SplitClass::Default});
   v.push_back({"lookahead0", [](CudaOptions& o) { o.map_lookahead = 0; }, SplitClass::Default});
   v.push_back({"lookahead3_no_priorities", [](CudaOptions& o) { o.stream_priorities = false; }, SplitClass::Default});
-  v.push_back({"pdl_off", [](CudaOptions& o) { o.programmatic_launch = CudaProgrammaticLaunch::Off; },
-               SplitClass::Default});
+  v.push_back(
+      {"pdl_off", [](CudaOptions& o) { o.programmatic_launch = CudaProgrammaticLaunch::Off; }, SplitClass::Default});
   v.push_back({"pdl_last_tile_start",
                [](CudaOptions& o) { o.programmatic_launch = CudaProgrammaticLaunch::LastTileStart; },
                SplitClass::Default});
-  v.push_back({"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; },
-               SplitClass::Default});
+  v.push_back(
+      {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
   v.push_back({"split1", [](CudaOptions& o) { o.split = 1; }, SplitClass::Unsplit});
   auto has = [](const std::string& n, const char* s) { return n.find(s) != std::string::npos; };
   const std::vector<std::pair<std::string, std::function<bool(const std::string&)>>> families = {

@@ -74,7 +74,7 @@ TEST(BackendOpsTable, EveryCaseRunsOnTheCpuOracle) {
 // The variant table covers each option at least once and names every forced tile it picks from the
 // compiled list.
 TEST(BackendOpsTable, VariantsCoverTheOptions) {
-  const std::vector<std::string> tiles{"m128n16k16s4", "m64n64k32s4t", "m128n32k16s4w8", "m64n32k32s2tg2",
+  const std::vector<std::string> tiles{"m128n16k16s4",   "m64n64k32s4t",   "m128n32k16s4w8",   "m64n32k32s2tg2",
                                        "m64n32k32s4tr5", "m64n64k64s2twg", "m64n128k64s2tx2wg"};
   const std::vector<Variant> v = backendops::cuda_variants(tiles);
   std::map<std::string, int> seen;

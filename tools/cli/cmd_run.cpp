@@ -36,6 +36,8 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
       ->check(CLI::Range(0, 4096));
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
   c->add_option("--tile", a.tile, "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--tuning-cache", a.tuning_cache,
+                "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   return c;
 }
 
@@ -65,6 +67,7 @@ int run_run(const RunArgs& a) {
   if (indices.ndim() == 2) opts.max_input_voxels = indices.dim(0);
   opts.cuda.autotune = !a.no_autotune;
   opts.cuda.tile = a.tile;
+  opts.cuda.tuning_cache = a.tuning_cache;
 
   const int64_t t_parse = now_ns();
   EngineBuilder builder = parse_onnx(a.model);

@@ -26,6 +26,7 @@ struct RunArgs {
   int threads = 0;
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
+  std::string tuning_cache;  ///< CudaOptions::tuning_cache
 };
 CLI::App* add_run(CLI::App& app, RunArgs& a);
 int run_run(const RunArgs& a);
@@ -78,6 +79,7 @@ struct BenchArgs {
   bool no_cuda_graph = false;
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
+  std::string tuning_cache;  ///< CudaOptions::tuning_cache
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

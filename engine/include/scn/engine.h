@@ -53,6 +53,10 @@ struct CudaOptions {
   /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
   int split = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
+  /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
+  /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
+  /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.
+  std::string tuning_cache;
 };
 
 struct BuildOptions {
@@ -174,7 +178,7 @@ class EngineBuilder {
  private:
   ValueId add_node(Node node, Value value);
   const Value& value(ValueId id, const std::string& node, const char* role) const;
-  void touched() { analysis_.reset(); }
+  void touched() { std::atomic_store(&analysis_, std::shared_ptr<const GraphAnalysis>()); }
   std::shared_ptr<Graph> graph_;
   mutable std::shared_ptr<const GraphAnalysis> analysis_;  ///< check_graph()'s result for graph_
   std::unordered_set<std::string> value_names_;  ///< every value name in graph_

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 
 #include "core/half.h"
 #include "core/options.h"
@@ -355,7 +356,10 @@ void EngineBuilder::annotate_last(const std::string& key, const std::string& val
 }
 
 void EngineBuilder::check_graph() const {
-  if (!analysis_) analysis_ = std::make_shared<const GraphAnalysis>(analyze_graph(*graph_));
+  // build() may run on several threads at once (docs/threading.md): the cache is swapped atomically;
+  // two threads may both analyse once, with equal results
+  if (std::atomic_load(&analysis_)) return;
+  std::atomic_store(&analysis_, std::make_shared<const GraphAnalysis>(analyze_graph(*graph_)));
 }
 
 std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const {
@@ -363,7 +367,7 @@ std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const 
   validate(options);
   check_graph();  // whole-graph checks, once per graph; throws naming the node
   std::shared_ptr<const Graph> g = graph_;
-  auto plan = std::make_shared<const EnginePlan>(make_plan(g, analysis_, options));
+  auto plan = std::make_shared<const EnginePlan>(make_plan(g, std::atomic_load(&analysis_), options));
   Backend b = options.backend;
   BuildOptions o = options;
   if (b == Backend::Cuda || (b == Backend::Auto && options.precision != Precision::Fp32 && cuda_available())) {

@@ -36,8 +36,8 @@ void validate(const BuildOptions& o) {
   SCN_CHECK(o.max_batch >= 1, "BuildOptions.max_batch must be >= 1, got ", o.max_batch);
   SCN_CHECK(o.device >= 0, "BuildOptions.device must be >= 0, got ", o.device);
   const CudaOptions& c = o.cuda;
-  SCN_CHECK(c.map_lookahead >= 0, "BuildOptions.cuda.map_lookahead must be >= 0 (0 = kernel maps on the main stream), got ",
-            c.map_lookahead);
+  SCN_CHECK(c.map_lookahead >= 0,
+            "BuildOptions.cuda.map_lookahead must be >= 0 (0 = kernel maps on the main stream), got ", c.map_lookahead);
   SCN_CHECK(c.split >= 0 && c.split <= 2, "BuildOptions.cuda.split = ", c.split,
             " is not one of 0 (by layer shape), 1 (unsplit), 2 (split in two)");
   const int pl = int(c.programmatic_launch);
@@ -59,8 +59,8 @@ void validate_cuda_tiles(const CudaOptions& c, const std::vector<std::string>& c
   for (const std::string& t : c.tune_skip) {
     bool found = false;
     for (const std::string& n : compiled) found = found || n == t || shape_of(n) == t;
-    SCN_CHECK(found, "BuildOptions.cuda.tune_skip: '", t, "' names no compiled tile configuration; valid names: ",
-              name_list(compiled));
+    SCN_CHECK(found, "BuildOptions.cuda.tune_skip: '", t,
+              "' names no compiled tile configuration; valid names: ", name_list(compiled));
   }
 }
 

@@ -39,8 +39,7 @@ FusionPlan plan_fusion(const Graph& g) {
     c.act = node.conv.activation;
     c.alpha = node.conv.activation_alpha;
     int cur = node.output, next = -1;
-    while ((c.act == Activation::None || c.act == Activation::ReLU) &&
-           sole_consumer(g, f, cur, OpType::Relu, &next)) {
+    while ((c.act == Activation::None || c.act == Activation::ReLU) && sole_consumer(g, f, cur, OpType::Relu, &next)) {
       c.act = Activation::ReLU;
       c.absorbed.push_back(next);
       cur = g.nodes[size_t(next)].output;

@@ -21,7 +21,6 @@ struct Capacities {
 /// max_batch. A strided conv's output set: output_bound x max_batch (the largest of the convs of its
 /// map slot); without one, the larger of its input capacity and the default x max_batch, but never
 /// more than every input site reaching all its output sites.
-Capacities plan_capacities(const Graph& graph, const GraphAnalysis& analysis, int64_t max_input_voxels,
-                           int max_batch);
+Capacities plan_capacities(const Graph& graph, const GraphAnalysis& analysis, int64_t max_input_voxels, int max_batch);
 
 }  // namespace scn

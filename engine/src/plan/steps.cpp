@@ -21,12 +21,23 @@ std::vector<Step> plan_steps(const Graph& g, const GraphAnalysis& an, const Fusi
         steps.push_back({StepKind::Conv, int(n), m});
         break;
       }
-      case OpType::Add: steps.push_back({StepKind::Add, int(n), -1}); break;
-      case OpType::Relu: steps.push_back({StepKind::Relu, int(n), -1}); break;
-      case OpType::Concat: steps.push_back({StepKind::Concat, int(n), -1}); break;
-      case OpType::ScatterDense: steps.push_back({StepKind::Densify, int(n), -1}); break;
-      case OpType::Transpose: steps.push_back({StepKind::Permute, int(n), -1}); break;
-      case OpType::Reshape: break;
+      case OpType::Add:
+        steps.push_back({StepKind::Add, int(n), -1});
+        break;
+      case OpType::Relu:
+        steps.push_back({StepKind::Relu, int(n), -1});
+        break;
+      case OpType::Concat:
+        steps.push_back({StepKind::Concat, int(n), -1});
+        break;
+      case OpType::ScatterDense:
+        steps.push_back({StepKind::Densify, int(n), -1});
+        break;
+      case OpType::Transpose:
+        steps.push_back({StepKind::Permute, int(n), -1});
+        break;
+      case OpType::Reshape:
+        break;
     }
   }
   return steps;

@@ -83,9 +83,9 @@ void CudaEngine::collect_requests(std::vector<BufferRequest>& req, std::vector<s
     si.cap = std::min(si.cap_build, cells);
     if (ana.site_input[size_t(s)] >= 0) si.cap = si.cap_build;  // input overflow is rejected on the host
     si.words = (cells + 63) / 64;
-    SCN_CHECK(size_t(si.words) * 10 <= kMaxBitmapBytes, g.source, ": the grid ", int3_string(si.grid),
-              " x batch ", batch, " needs a ", si.words * 10 / (1 << 20),
-              " MiB site bitmap, more than the CUDA backend's limit of ", kMaxBitmapBytes >> 20, " MiB");
+    SCN_CHECK(size_t(si.words) * 10 <= kMaxBitmapBytes, g.source, ": the grid ", int3_string(si.grid), " x batch ",
+              batch, " needs a ", si.words * 10 / (1 << 20), " MiB site bitmap, more than the CUDA backend's limit of ",
+              kMaxBitmapBytes >> 20, " MiB");
     si.producer_step = ana.site_producer[size_t(s)] >= 0 ? ana.site_producer[size_t(s)] : 0;
     si.index_last = si.producer_step;
     si.coords_last = si.producer_step;
@@ -103,7 +103,9 @@ void CudaEngine::collect_requests(std::vector<BufferRequest>& req, std::vector<s
   };
   for (const MapSlot& m : ana.maps) {
     switch (m.kind) {
-      case MapKind::Subm: read_index(m.in_sites, m.first_node); break;
+      case MapKind::Subm:
+        read_index(m.in_sites, m.first_node);
+        break;
       case MapKind::Strided:
         read_index(m.in_sites, m.first_node);
         read_index(m.out_sites, m.first_node);
@@ -142,8 +144,8 @@ void CudaEngine::collect_requests(std::vector<BufferRequest>& req, std::vector<s
     int last = ms.first_node;
     for (int n : ms.nodes) last = std::max(last, n);
     label = detail::concat("map", m, " (", g.nodes[size_t(ms.first_node)].name, ")");
-    map_req_[m] = add_req(size_t(sites_[size_t(ms.out_sites)].cap) * size_t(ms.kernel_volume()) * 4,
-                          release_node_[m], last);
+    map_req_[m] =
+        add_req(size_t(sites_[size_t(ms.out_sites)].cap) * size_t(ms.kernel_volume()) * 4, release_node_[m], last);
   }
   // Activations: one buffer per group, written at its writer's step, alive to the last reader.
   const size_t nv = g.values.size();
@@ -185,10 +187,9 @@ void CudaEngine::collect_requests(std::vector<BufferRequest>& req, std::vector<s
   for (Shadow& sh : shadows_) {
     label = detail::concat("convert '", g.values[size_t(sh.value)].name, "' for ", g.nodes[size_t(sh.reader)].name);
     const size_t cap = size_t(sites_[size_t(ana.value_sites[size_t(sh.value)])].cap);
-    sh.req = add_req(cap * size_t(sh.stride) * (sh.to_q ? 1 : 2), sh.producer >= 0 ? sh.producer : sh.reader,
-                     sh.reader);
+    sh.req =
+        add_req(cap * size_t(sh.stride) * (sh.to_q ? 1 : 2), sh.producer >= 0 ? sh.producer : sh.reader, sh.reader);
   }
-
 }
 
 /// Offsets for the requests in one arena, and every device pointer into it.
@@ -268,10 +269,11 @@ void CudaEngine::stage_inputs(cudaStream_t s) {
     const SiteInfo& si = sites_[size_t(an().value_sites[size_t(graph_->inputs[k])])];
     if (in.on_device) {
       const size_t fb = size_t(in.n) * size_t(in.channels) * (in.raw_fp32 ? 4 : 2);
-      if (fb) SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_feat.get(), in.dev_features.data(), fb, cudaMemcpyDeviceToDevice, s));
+      if (fb)
+        SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_feat.get(), in.dev_features.data(), fb, cudaMemcpyDeviceToDevice, s));
       if (in.n)
-        SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_idx.get(), in.dev_indices.data(), size_t(in.n) * 16,
-                                       cudaMemcpyDeviceToDevice, s));
+        SCN_CUDA_CHECK(
+            cudaMemcpyAsync(in.raw_idx.get(), in.dev_indices.data(), size_t(in.n) * 16, cudaMemcpyDeviceToDevice, s));
       launch_set_count(si.dev.count, int(in.n), s);
     } else if (s != own_stream_) {
       // the host data (and its count) were copied on the engine's stream by set_input

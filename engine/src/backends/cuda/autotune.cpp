@@ -1,7 +1,8 @@
 // The autotuner: at the first bound input, one pass over the steps on the engine's stream; every
 // fitting candidate tile of each conv (tile_choice.h tune_candidates, minus CudaOptions::tune_skip)
 // is timed with events (2 warm-up launches, then the median of 11) and the fastest kept. All
-// candidates of a split class sum in one order, so tuning never changes the results.
+// candidates of a split class sum in one order, so tuning never changes the results. With
+// CudaOptions::tuning_cache the decisions are read from / written to a file (plan/tuning_cache.h).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "backends/cuda/cuda_engine.h"
 #include "backends/cuda/tile_choice.h"
 #include "core/options.h"
+#include "plan/tuning_cache.h"
 
 namespace scn::cuda {
 
@@ -22,8 +24,8 @@ void CudaEngine::autotune() {
   const bool trace = trace_autotune();
   size_t scratch_bytes = 16;
   for (const ConvPlan& c : convs_)
-    scratch_bytes = std::max(scratch_bytes, size_t(sites_[size_t(an().maps[size_t(c.slot)].out_sites)].cap) *
-                                                size_t(c.cout_p) * 2);
+    scratch_bytes =
+        std::max(scratch_bytes, size_t(sites_[size_t(an().maps[size_t(c.slot)].out_sites)].cap) * size_t(c.cout_p) * 2);
   DevMem scratch;
   scratch.alloc(scratch_bytes);
   cudaEvent_t e0, e1;
@@ -58,7 +60,7 @@ void CudaEngine::autotune() {
         a.w_tma = nullptr;
       }
       if (a.residual && a.residual == a.y) a.y = scratch.get();  // in place: keep the identity intact
-      launch_igemm(id, a, sm_count_, own_stream_);  // warm-up
+      launch_igemm(id, a, sm_count_, own_stream_);               // warm-up
       launch_igemm(id, a, sm_count_, own_stream_);
       // the median of 11 launches: candidates are often within 1-2 us, and a median of 5 picked
       // a slower tile for some layers from run to run
@@ -93,6 +95,86 @@ void CudaEngine::autotune() {
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   exec_valid_ = false;
+}
+
+/// What the tuner's decisions depend on: the device, the CUDA versions, scn, the model, the
+/// capacities and the options that shape the candidates.
+TuningCache CudaEngine::tuning_key() const {
+  cudaDeviceProp prop{};
+  SCN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  int runtime = 0, driver = 0;
+  SCN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  SCN_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  TuningCache k;
+  k.key.emplace_back("gpu", prop.name);
+  k.key.emplace_back("compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor));
+  k.key.emplace_back("sm_count", std::to_string(prop.multiProcessorCount));
+  k.key.emplace_back("cuda_runtime", std::to_string(runtime));
+  k.key.emplace_back("cuda_driver", std::to_string(driver));
+  k.key.emplace_back("scn", scn_version());
+  k.key.emplace_back("model", model_digest(g()));
+  k.key.emplace_back("precision", precision_name(options_.precision));
+  std::string caps;
+  for (const SiteInfo& si : sites_) caps += (caps.empty() ? "" : ",") + std::to_string(si.cap);
+  k.key.emplace_back("capacities", caps);
+  k.key.emplace_back("split", std::to_string(opt().split));
+  std::string skip;
+  for (const std::string& t : opt().tune_skip) skip += (skip.empty() ? "" : ",") + t;
+  k.key.emplace_back("tune_skip", skip);
+  return k;
+}
+
+/// The tiles of a matching cache; every conv must be listed with a compiled tile that fits it and
+/// keeps its split class, else the file is not what its key claims: an error naming it.
+void CudaEngine::apply_tuning(const TuningCache& cache, const std::string& file) {
+  SCN_CHECK(cache.tiles.size() == convs_.size(), file, ": the tuning cache lists ", cache.tiles.size(),
+            " convolutions, the model has ", convs_.size());
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    ConvPlan& c = convs_[i];
+    const auto& [node, tile] = cache.tiles[i];
+    SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " is for node '", node,
+              "', expected '", g().nodes[size_t(c.node)].name, "'");
+    const int id = find_tile(tile);
+    SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
+              file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
+    if (id != c.cfg && igemm_config(id).tma) {
+      std::vector<uint16_t> w_host(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
+      SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
+      const std::vector<uint16_t> t = igemm_tile_weights(id, w_host, c.K, c.cout_w, c.cin_p, c.cout_p);
+      c.w_tma.alloc(t.size() * 2);
+      SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
+    } else if (!igemm_config(id).tma) {
+      c.w_tma.reset();
+    }
+    c.cfg = id;
+    c.tuned = true;
+  }
+  for (ConvPlan& c : convs_)
+    if (igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
+  tuned_ = true;
+  exec_valid_ = false;
+}
+
+/// The tuner, or its decisions from CudaOptions::tuning_cache when the file's key matches.
+void CudaEngine::tune_or_load() {
+  const std::string& path = opt().tuning_cache;
+  if (path.empty()) {
+    autotune();
+    return;
+  }
+  TuningCache now = tuning_key();
+  if (const std::optional<TuningCache> file = read_tuning_cache(path)) {
+    const std::string diff = key_difference(*file, now);
+    if (diff.empty()) {
+      apply_tuning(*file, path);
+      return;
+    }
+    std::fprintf(stderr, "scn: tuning cache %s was written for another setup (%s); re-tuning\n", path.c_str(),
+                 diff.c_str());
+  }
+  autotune();
+  for (const ConvPlan& c : convs_) now.tiles.emplace_back(g().nodes[size_t(c.node)].name, igemm_config(c.cfg).name);
+  write_tuning_cache(path, now);
 }
 
 }  // namespace scn::cuda

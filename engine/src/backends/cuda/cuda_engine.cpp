@@ -49,14 +49,13 @@ namespace {
 /// Refuses a GPU this build cannot run on, naming it and its compute capability.
 void check_gpu_usable(const cudaDeviceProp& prop, int device) {
   if (prop.major < 8)
-    throw UnusableGpu(detail::concat("CUDA device ", device, " (", prop.name, ", compute capability ", prop.major,
-                                     ".", prop.minor,
+    throw UnusableGpu(detail::concat("CUDA device ", device, " (", prop.name, ", compute capability ", prop.major, ".",
+                                     prop.minor,
                                      ") is below 8.0: the CUDA backend needs mma.sync m16n8k16 (sm_80 or newer)"));
   const cudaError_t e = probe_kernel_image();
   if (e != cudaSuccess)
-    throw UnusableGpu(detail::concat("CUDA device ", device, " (", prop.name, ", compute capability ", prop.major,
-                                     ".", prop.minor, ") has no kernel image in this build of scn (",
-                                     cudaGetErrorString(e),
+    throw UnusableGpu(detail::concat("CUDA device ", device, " (", prop.name, ", compute capability ", prop.major, ".",
+                                     prop.minor, ") has no kernel image in this build of scn (", cudaGetErrorString(e),
                                      "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES"));
 }
 
@@ -72,8 +71,8 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   SCN_CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
             "the CUDA backend was requested but no CUDA device is visible");
   cudaGetLastError();
-  SCN_CHECK(options.device < count, "BuildOptions.device: CUDA device ", options.device, " does not exist (",
-            count, " visible)");
+  SCN_CHECK(options.device < count, "BuildOptions.device: CUDA device ", options.device, " does not exist (", count,
+            " visible)");
   device_ = options.device;
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
@@ -136,8 +135,8 @@ CudaEngine::~CudaEngine() {
   if (own_stream_) cudaStreamDestroy(own_stream_);
 }
 
-void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid,
-                           int batch_size, const InputLabels& labels) {
+void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                           const InputLabels& labels) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   const std::string& name = input_name(index);
   InputSlot& in = inputs_[size_t(index)];
@@ -179,8 +178,8 @@ void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indi
     if (forwarded_) SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
     SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_feat.get(), in.host_feat.get(), fb, cudaMemcpyHostToDevice, own_stream_));
     SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_idx.get(), in.host_idx.get(), ib, cudaMemcpyHostToDevice, own_stream_));
-    SCN_CUDA_CHECK(cudaMemcpyAsync(counts_.get<int>() + s, in.host_count.get(), sizeof(int), cudaMemcpyHostToDevice,
-                                   own_stream_));
+    SCN_CUDA_CHECK(
+        cudaMemcpyAsync(counts_.get<int>() + s, in.host_count.get(), sizeof(int), cudaMemcpyHostToDevice, own_stream_));
     in.dev_features = Tensor();
     in.dev_indices = Tensor();
     in.on_device = false;
@@ -202,7 +201,7 @@ void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indi
   for (const auto& i : inputs_) all = all && i.bound;
   if (all) {
     ensure_planned();
-    if (autotune_ && !tuned_) autotune();
+    if (autotune_ && !tuned_) tune_or_load();
   }
 }
 
@@ -211,7 +210,7 @@ void CudaEngine::forward(void* stream) {
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
-  if (autotune_ && !tuned_) autotune();
+  if (autotune_ && !tuned_) tune_or_load();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
   stage_inputs(s);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;

@@ -3,7 +3,7 @@
 //   lowering.cpp     plan to launches: INT8 storage per conv, Convert steps, kernel arguments, run_step
 //   arena.cpp        the device arena for a frame: buffer requests, lifetimes, pointers
 //   schedule.cpp     map stream, release points, CUDA graph capture, priorities, programmatic launches
-//   autotune.cpp     timing the tile candidates of every conv
+//   autotune.cpp     timing the tile candidates of every conv; the tuning cache
 //   weights.cpp      weight packing and upload
 //   errors.cpp       device error slots -> messages
 // The plan it lowers (fusion, capacities, steps, INT8 storage) is shared with the CPU backend
@@ -21,6 +21,7 @@
 #include "backends/cuda/kernels.h"
 #include "plan/engine_plan.h"
 #include "plan/memory_plan.h"
+#include "plan/tuning_cache.h"
 #include "scn/engine.h"
 
 namespace scn::cuda {
@@ -41,19 +42,19 @@ struct ConvPlan {
   Act act = Act::None;
   float alpha = 0.f;
   bool relu_after = false;
-  int residual = -1;          ///< value fused as residual (Add)
-  int add_node = -1;          ///< the fused Add node
-  int add_conv_operand = 0;   ///< which input of the Add (0 / 1) is the conv's value
-  int out_value = -1;         ///< value the conv writes after fusion
-  bool fused_relu = false;    ///< a Relu node folded into the activation
+  int residual = -1;         ///< value fused as residual (Add)
+  int add_node = -1;         ///< the fused Add node
+  int add_conv_operand = 0;  ///< which input of the Add (0 / 1) is the conv's value
+  int out_value = -1;        ///< value the conv writes after fusion
+  bool fused_relu = false;   ///< a Relu node folded into the activation
   int cfg = -1;
   bool tuned = false;
   int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
   // INT8 engines
-  int mode = 0;      ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
-  int shadow = -1;   ///< converted copy of the input this conv reads (Convert step), or -1
-  int dual = -1;     ///< shadow this conv also writes: its output quantized for an int8 reader
-  int y_stride = 0;  ///< output row stride in its elements
+  int mode = 0;                        ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
+  int shadow = -1;                     ///< converted copy of the input this conv reads (Convert step), or -1
+  int dual = -1;                       ///< shadow this conv also writes: its output quantized for an int8 reader
+  int y_stride = 0;                    ///< output row stride in its elements
   DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
 };
 
@@ -160,6 +161,9 @@ class CudaEngine final : public Engine {
 
   // autotune.cpp
   void autotune();
+  void tune_or_load();
+  TuningCache tuning_key() const;
+  void apply_tuning(const TuningCache& cache, const std::string& file);
 
   // errors.cpp
   void reset_errors();

@@ -25,8 +25,8 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
   const Node& n = g.nodes[size_t(node)];
   if (kind == kErrOverflow) {
     return detail::concat(g.source, ": ", g.describe(node), ": ", e.v0, " output sites exceed the capacity of ", e.v1,
-                          " planned from output_bound=", n.conv.output_bound, " x max_batch=", options_.max_batch,
-                          " (", e.v0 - e.v1,
+                          " planned from output_bound=", n.conv.output_bound, " x max_batch=", options_.max_batch, " (",
+                          e.v0 - e.v1,
                           " sites were dropped); rebuild with a larger output_bound or BuildOptions.max_input_voxels");
   }
   // input errors: name the row and read its coordinates back from the staging copy
@@ -35,10 +35,9 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
     if (g.inputs[k] == n.output) in_idx = int(k);
   const InputSlot& in = inputs_[size_t(in_idx)];
   int32_t r[4] = {0, 0, 0, 0};
-  if (e.row >= 0 && e.row < in.n)
-    cudaMemcpy(r, in.raw_idx.get<int32_t>() + 4 * e.row, 16, cudaMemcpyDeviceToHost);
-  const std::string where = detail::concat("input '", n.name, "' (device check): row ", e.row, " (", r[0], ", ",
-                                           r[1], ", ", r[2], ", ", r[3], ")");
+  if (e.row >= 0 && e.row < in.n) cudaMemcpy(r, in.raw_idx.get<int32_t>() + 4 * e.row, 16, cudaMemcpyDeviceToHost);
+  const std::string where = detail::concat("input '", n.name, "' (device check): row ", e.row, " (", r[0], ", ", r[1],
+                                           ", ", r[2], ", ", r[3], ")");
   const std::string more = e.hits > 1 ? detail::concat(" [", e.hits, " rows affected]") : std::string();
   switch (kind) {
     case kErrBatch:
@@ -51,7 +50,8 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
     case kErrNonFinite:
       return detail::concat("input '", n.name, "' (device check): row ", e.row,
                             " has a feature that is NaN or infinite; features must be finite", more);
-    default: break;
+    default:
+      break;
   }
   return detail::concat(g.source, ": ", g.describe(node), ": device error ", kind);
 }

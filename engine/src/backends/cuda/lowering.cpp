@@ -14,10 +14,14 @@ namespace {
 
 Act to_act(Activation a) {
   switch (a) {
-    case Activation::None: return Act::None;
-    case Activation::ReLU: return Act::ReLU;
-    case Activation::Sigmoid: return Act::Sigmoid;
-    case Activation::LeakyReLU: return Act::LeakyReLU;
+    case Activation::None:
+      return Act::None;
+    case Activation::ReLU:
+      return Act::ReLU;
+    case Activation::Sigmoid:
+      return Act::Sigmoid;
+    case Activation::LeakyReLU:
+      return Act::LeakyReLU;
   }
   return Act::None;
 }
@@ -275,8 +279,7 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
       int32_t* out_in = map_ptr_[size_t(st.slot)];
       switch (m.kind) {
         case MapKind::Subm:
-          launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_,
-                          s);
+          launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s);
           break;
         case MapKind::Strided: {
           SiteInfo& in = sites_[size_t(m.in_sites)];
@@ -334,8 +337,8 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
       const int out = node.output;
       const SiteInfo& si = sites_[size_t(ana.value_sites[size_t(out)])];
       if (q8(out))
-        launch_relu_i8(value_ptr(node.inputs[0]), value_ptr(out), int(row_elems(out)), si.dev.count, si.cap,
-                       sm_count_, s);
+        launch_relu_i8(value_ptr(node.inputs[0]), value_ptr(out), int(row_elems(out)), si.dev.count, si.cap, sm_count_,
+                       s);
       else
         launch_relu(value_ptr(node.inputs[0]), value_ptr(out), int(round_up16(g.values[size_t(out)].channels)),
                     si.dev.count, si.cap, sm_count_, s);
@@ -422,7 +425,7 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       t.algorithm = m.kind == MapKind::Subm      ? "subm bitmap-rank"
                     : m.kind == MapKind::Strided ? "strided bitmap-rank (sites+map)"
                                                  : "inverse bitmap-rank";
-        break;
+      break;
     }
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
@@ -434,9 +437,21 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       if (c.relu_after || c.fused_relu) t.algorithm += "+relu";
       break;
     }
-    case StepKind::Add: t.node = g.nodes[size_t(st.node)].name; t.op = "Add"; t.algorithm = "elementwise"; break;
-    case StepKind::Relu: t.node = g.nodes[size_t(st.node)].name; t.op = "Relu"; t.algorithm = "elementwise"; break;
-    case StepKind::Concat: t.node = g.nodes[size_t(st.node)].name; t.op = "Concat"; t.algorithm = "copy"; break;
+    case StepKind::Add:
+      t.node = g.nodes[size_t(st.node)].name;
+      t.op = "Add";
+      t.algorithm = "elementwise";
+      break;
+    case StepKind::Relu:
+      t.node = g.nodes[size_t(st.node)].name;
+      t.op = "Relu";
+      t.algorithm = "elementwise";
+      break;
+    case StepKind::Concat:
+      t.node = g.nodes[size_t(st.node)].name;
+      t.op = "Concat";
+      t.algorithm = "copy";
+      break;
     case StepKind::Densify:
       t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::ScatterDense);

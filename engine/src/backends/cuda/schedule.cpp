@@ -29,10 +29,10 @@ void CudaEngine::plan_release_points() {
   if (!inputs_first) lookahead_ = 0;
   for (size_t j = 0; j < map_order_.size(); ++j) {
     const int m = map_order_[j];
-    release_node_[size_t(m)] =
-        (lookahead_ > 0 && j >= size_t(lookahead_)) ? ana.maps[size_t(map_order_[j - size_t(lookahead_)])].first_node
-        : lookahead_ > 0                           ? 0
-                                                   : ana.maps[size_t(m)].first_node;
+    release_node_[size_t(m)] = (lookahead_ > 0 && j >= size_t(lookahead_))
+                                   ? ana.maps[size_t(map_order_[j - size_t(lookahead_)])].first_node
+                               : lookahead_ > 0 ? 0
+                                                : ana.maps[size_t(m)].first_node;
   }
   release_base_ = release_node_;
 }

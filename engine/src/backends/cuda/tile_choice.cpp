@@ -16,8 +16,8 @@ struct TileKey {
 
 bool matches(const IgemmConfig& c, const TileKey& k) {
   return c.mode == 0 && c.bm == k.bm && c.bn == k.bn && c.bk == k.bk && c.stages == k.stages && c.tma == k.tma &&
-         c.warps_m * c.warps_n == k.warps && c.group == k.group && c.min_blocks == k.min_blocks &&
-         c.split == k.split && c.wgmma == k.wgmma;
+         c.warps_m * c.warps_n == k.warps && c.group == k.group && c.min_blocks == k.min_blocks && c.split == k.split &&
+         c.wgmma == k.wgmma;
 }
 
 /// One preference of the heuristic: for convs of this split class and output width class (16, 32,
@@ -34,6 +34,7 @@ constexpr bool T = true, F = false;
 // on sm_90. The first row that fits wins; tiles that do not fit the GPU or the channels (TMA below
 // sm_90, BK not dividing cin_p) are skipped. A split class without a fitting tile falls back to the
 // unsplit rows.
+// clang-format off
 constexpr Preference kPreferences[] = {
     //  split width cin   bm   bn   bk  st  tma warps g  r  x  wgmma
     {2, 128, 0, {64, 128, 64, 2, T, 4, 1, 1, 2, T}},
@@ -57,6 +58,7 @@ constexpr Preference kPreferences[] = {
     {1, 128, 0, {64, 128, 64, 3, F, 4, 1, 1, 1, F}},
     {1, 128, 0, {64, 128, 16, 3, F, 4, 1, 1, 1, F}},
 };
+// clang-format on
 
 /// The N tile class of an output width: 16, 32, 64 or 128.
 int width_class(int cout_p) {
