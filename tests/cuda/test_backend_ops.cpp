@@ -3,6 +3,7 @@
 // run on the CPU, fp16 storage against fp32) always runs, so the table and its builders stay tested.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "cuda/backend_ops.h"
@@ -137,6 +138,31 @@ TEST(BackendOpsTable, CudaVariantsMatchTheOracleAndEachOther) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace scn::cudatest
+
+namespace scn::cudatest {
+namespace {
+
+// Tile names are derived from the configuration fields (tile_names.cpp); the names the docs, the
+// heuristic's measurements and saved tuning caches use must come out. No GPU needed (CUDA builds).
+TEST(TileNames, DerivedNamesFollowTheScheme) {
+  const std::vector<std::string> fp16 = cuda_tile_configs(Precision::Fp16);
+  const std::vector<std::string> int8 = cuda_tile_configs(Precision::Int8);
+  if (fp16.empty()) GTEST_SKIP() << "this build of scn has no CUDA backend";
+  for (const char* n : {"m128n16k16s4t", "m128n32k32s3tw8r4", "m64n64k32s4t", "m32n128k64s3t", "m64n128k64s3tx2",
+                        "m128n16k16s2tg2", "m64n32k32s4tr5"})
+    EXPECT_NE(std::find(fp16.begin(), fp16.end(), n), fp16.end()) << n;
+  for (const char* n : {"igemm-i8 m128n32k16s3w8g2", "igemm-q m128n16k16s2tg2", "igemm-i8 m64n32k16s4tr6"})
+    EXPECT_NE(std::find(int8.begin(), int8.end(), n), int8.end()) << n;
+  for (const std::string& n : fp16) {
+    EXPECT_EQ(n.find("x4"), std::string::npos) << n << ": split 4 is retired";
+    EXPECT_EQ(n.rfind("m", 0), 0u) << n;
+    EXPECT_EQ(std::count(fp16.begin(), fp16.end(), n), 1) << n << " is listed twice";
+  }
+  for (const std::string& n : int8) EXPECT_TRUE(n.rfind("igemm-i8 m", 0) == 0 || n.rfind("igemm-q m", 0) == 0) << n;
 }
 
 }  // namespace
