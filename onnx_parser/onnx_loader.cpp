@@ -65,7 +65,7 @@ class GraphImporter {
     read_outputs(g);
     if (errors_.empty()) {
       try {
-        analyze_graph(builder_.graph());  // whole-graph checks, e.g. inverse conv rulebooks
+        builder_.check_graph();  // whole-graph checks, e.g. inverse conv rulebooks (kept for build())
       } catch (const Error& e) {
         report(e.what());
       }

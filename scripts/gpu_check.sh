@@ -70,13 +70,7 @@ if [ "${SCN_SKIP_TESTS:-0}" != "1" ]; then
     ( cd "$(dirname "$b")" && timeout 900 "$b" --gtest_filter="$f" --gtest_color=no ) >> "$OUT/tests.log" 2>&1
     echo "===== $name rc $?" >> "$OUT/tests.log"
   done
-  if [ -x "$BUILD/tests/cuda/scn_cuda_tests" ] && [ "${SCN_SKIP_VARIANTS:-0}" != "1" ]; then
-    # the same CUDA tests with rows in neighbour-mask order and kernel maps on the main stream
-    echo "===== scn_cuda_tests (SCN_CUDA_SORT_ROWS=1 SCN_CUDA_MAP_LOOKAHEAD=0, filter $FILTER)" >> "$OUT/tests.log"
-    ( cd "$BUILD/tests/cuda" && SCN_CUDA_SORT_ROWS=1 SCN_CUDA_MAP_LOOKAHEAD=0 timeout 900 ./scn_cuda_tests \
-        --gtest_filter="$FILTER:-*RealFrame*" --gtest_color=no ) >> "$OUT/tests.log" 2>&1
-    echo "===== scn_cuda_tests variant rc $?" >> "$OUT/tests.log"
-  fi
+  # (the option variants: tests/cuda/test_backend_ops.cpp, BackendOpsTable.*, inside scn_cuda_tests)
   echo "tests: $(( $(date +%s) - t1 )) s" | tee -a "$OUT/env.log"
   grep -E "^=====|^\[  PASSED|^\[  FAILED|^\[  SKIPPED \] [0-9]+|tests? ran|real frame" "$OUT/tests.log" | head -80
 fi
@@ -107,7 +101,8 @@ fi
 
 if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f /tmp/scn-int8/cp.target.onnx ]; then
   # GPU timeline of the CUDA-graph forward (tools/trace): SCN_TRACE_PLANS entries are
-  # PLAN:PRECISION[:ENV=V,ENV=V...] (PLAN one of the INT8 check's cp.PLAN.onnx).
+  # PLAN:PRECISION[:ENV=V,ENV=V...] (PLAN one of the INT8 check's cp.PLAN.onnx; ENV=V: diagnostic
+  # environment variables only, the CUDA options are `scn bench` flags).
   t6=$(date +%s)
   for pp in ${SCN_TRACE_PLANS:-target:int8 target:fp16}; do
     IFS=: read -r plan prec envs <<< "$pp"

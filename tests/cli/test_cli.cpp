@@ -173,6 +173,19 @@ TEST_F(Cli, RunWritesTheDenseOutput) {
   EXPECT_GT(nonzero, 0);
 }
 
+TEST_F(Cli, CudaTuningFlags) {
+  // --no-autotune changes nothing on the CPU; --tile forces a CUDA tile, which a CPU engine cannot honour
+  const std::string out = dir_ + "/run_flags.tensor";
+  const Result ok = scn_cli(run_args(features_, indices_, out, "--no-autotune"));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  fs::remove(out);
+  const Result bad = scn_cli(run_args(features_, indices_, out, "--tile m64n64k32s4t"));
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("BuildOptions.cuda.tile = 'm64n64k32s4t'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("CPU"), std::string::npos) << bad.err;
+  EXPECT_FALSE(exists(out));
+}
+
 TEST_F(Cli, Fp32RunWritesFloat32AndAgreesWithFp16) {
   const std::string o32 = dir_ + "/run32.tensor", o16 = dir_ + "/run16.tensor";
   ASSERT_EQ(scn_cli(run_args(features_, indices_, o32, "--precision fp32")).code, 0);

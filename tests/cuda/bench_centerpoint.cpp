@@ -1,13 +1,14 @@
 // CenterPoint (SpMiddleResNetFHD) on the CUDA backend: latency on the real nuScenes frame (CUDA
-// events after warm-up, median / p99), per-layer table, device memory, the gather-GEMM-scatter
-// (cuBLAS) path alone, the implicit-GEMM tile configurations per layer, and a sweep over synthetic
-// voxel counts. Not a ctest test: scripts/gpu_check.sh runs it.
+// events after warm-up, median / p99), per-layer table, device memory, the implicit-GEMM tile
+// configurations per layer, and a sweep over synthetic voxel counts. Not a ctest test:
+// scripts/gpu_check.sh runs it.
 //
 //   bench_centerpoint [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]
-//                     [--variant "ENV=V[,ENV=V...]"]... [--variants-only]
-// A --variant builds one more engine with those environment settings (the SCN_CUDA_* switches of
-// docs/cuda_backend.md) and reports its median, per-step profile and bitwise equality with the
-// default engine; --variants-only skips everything after the variants.
+//                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only]
+// A --variant builds one more engine with those CudaOptions fields (autotune=0|1, tile=NAME,
+// tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2,
+// map_kernel=rows|general; docs/cuda_backend.md) and reports its median, per-step profile and
+// bitwise equality with the default engine; --variants-only skips everything after the variants.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -50,11 +51,57 @@ Stats stats(std::vector<double> v) {
   return s;
 }
 
-void setenv_or_unset(const char* name, const char* value) {
-  if (value)
-    setenv(name, value, 1);
-  else
-    unsetenv(name);
+/// "FIELD=V,FIELD=V" -> pairs; an item without '=' is an error naming it.
+std::vector<std::pair<std::string, std::string>> parse_variant(const std::string& v) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t p0 = 0;
+  while (p0 < v.size()) {
+    size_t p1 = v.find(',', p0);
+    if (p1 == std::string::npos) p1 = v.size();
+    const std::string item = v.substr(p0, p1 - p0);
+    const size_t eq = item.find('=');
+    SCN_CHECK(eq != std::string::npos, "--variant '", v, "': '", item, "' is not FIELD=VALUE");
+    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    p0 = p1 + 1;
+  }
+  return kv;
+}
+
+/// One FIELD=V of a --variant into `o.cuda`; an unknown field or value is an error naming it.
+void apply_variant(BuildOptions& o, const std::string& k, const std::string& v) {
+  CudaOptions& c = o.cuda;
+  auto flag = [&]() {
+    SCN_CHECK(v == "0" || v == "1", "--variant ", k, "=", v, ": expected 0 or 1");
+    return v == "1";
+  };
+  if (k == "autotune") {
+    c.autotune = flag();
+  } else if (k == "tile") {
+    c.tile = v;
+  } else if (k == "tune_skip") {
+    size_t p0 = 0;
+    while (p0 <= v.size()) {
+      size_t p1 = v.find(';', p0);
+      if (p1 == std::string::npos) p1 = v.size();
+      if (p1 > p0) c.tune_skip.push_back(v.substr(p0, p1 - p0));
+      p0 = p1 + 1;
+    }
+  } else if (k == "map_lookahead") {
+    c.map_lookahead = std::stoi(v);
+  } else if (k == "stream_priorities") {
+    c.stream_priorities = flag();
+  } else if (k == "programmatic_launch") {
+    SCN_CHECK(v == "0" || v == "1" || v == "2", "--variant ", k, "=", v, ": expected 0, 1 or 2");
+    c.programmatic_launch = CudaProgrammaticLaunch(std::stoi(v));
+  } else if (k == "split") {
+    c.split = std::stoi(v);
+  } else if (k == "map_kernel") {
+    SCN_CHECK(v == "rows" || v == "general", "--variant ", k, "=", v, ": expected rows or general");
+    c.map_kernel = v == "rows" ? CudaMapKernel::Rows : CudaMapKernel::General;
+  } else {
+    SCN_FAIL("--variant: unknown CudaOptions field '", k,
+             "' (autotune, tile, tune_skip, map_lookahead, stream_priorities, programmatic_launch, split, map_kernel)");
+  }
 }
 
 BuildOptions cuda_opts(bool graph, int64_t max_voxels = 0) {
@@ -198,8 +245,11 @@ int main(int argc, char** argv) {
     }
     const EngineBuilder b = test::centerpoint_builder();
     if (ncu) {
-      setenv_or_unset("SCN_CUDA_AUTOTUNE", "0");
-      auto en = b.build(cuda_opts(false));
+      BuildOptions o = cuda_opts(false);
+      o.cuda.autotune = false;
+      for (const std::string& v : variants)  // e.g. --variant tile=NAME (scripts/ncu_layers.sh)
+        for (const auto& [k, val] : parse_variant(v)) apply_variant(o, k, val);
+      auto en = b.build(o);
       en->set_input(0, frame.features, frame.indices, frame.grid, 1);
       for (const auto& l : en->profile_layers())
         std::printf("  %-10s %-18s %-44s %.4f ms\n", l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
@@ -260,7 +310,7 @@ int main(int argc, char** argv) {
     put("workspace_bytes_MB", double(e->workspace_bytes()) / 1e6);
     put("device_memory_delta_MB", double(after - before) / 1e6);
 
-    // ---- variants (environment switches), each against the default engine ----------------------
+    // ---- variants (CudaOptions fields), each against the default engine ---------------------------
     if (!variants.empty()) {
       // All variant engines are built first and timed round-robin with the default one (the
       // GPU's clocks drift by ~2 % over a minute of load: sequential timing would favour the
@@ -275,21 +325,13 @@ int main(int argc, char** argv) {
       std::vector<Variant> vs;
       vs.push_back({"default", nullptr, {}, double(after - before) / 1e6, true});
       for (const std::string& v : variants) {
-        std::vector<std::pair<std::string, std::string>> kv;
-        size_t p0 = 0;
-        while (p0 < v.size()) {
-          size_t p1 = v.find(',', p0);
-          if (p1 == std::string::npos) p1 = v.size();
-          const std::string item = v.substr(p0, p1 - p0);
-          const size_t eq = item.find('=');
-          if (eq != std::string::npos) kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-          p0 = p1 + 1;
-        }
-        for (const auto& [k, val] : kv) setenv_or_unset(k.c_str(), val.c_str());
+        const auto kv = parse_variant(v);
         try {
+          BuildOptions o = cuda_opts(true);
+          for (const auto& [k, val] : kv) apply_variant(o, k, val);
           cudaDeviceSynchronize();
           const size_t vb = used_device_bytes();
-          auto ev = b.build(cuda_opts(true));
+          auto ev = b.build(o);
           ev->set_input(0, frame.features, frame.indices, frame.grid, 1);
           ev->forward();
           ev->check_errors();
@@ -300,7 +342,6 @@ int main(int argc, char** argv) {
         } catch (const std::exception& ex) {
           std::printf("  variant %s failed: %s\n", v.c_str(), ex.what());
         }
-        for (const auto& [k, val] : kv) setenv_or_unset(k.c_str(), nullptr);
       }
       const int rounds = 10;
       for (int r = 0; r < rounds; ++r)
@@ -346,9 +387,9 @@ int main(int argc, char** argv) {
 
     // ---- kernel maps on the main stream only ---------------------------------------------------
     {
-      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", "0");
-      auto e0 = b.build(cuda_opts(true));
-      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", nullptr);
+      BuildOptions o = cuda_opts(true);
+      o.cuda.map_lookahead = 0;
+      auto e0 = b.build(o);
       e0->set_input(0, frame.features, frame.indices, frame.grid, 1);
       const Stats s = stats(e0->time_forward(warmup, runs));
       put("graph_maps_on_main_stream_median_ms", s.median);
@@ -356,41 +397,31 @@ int main(int argc, char** argv) {
     }
 
     {
-      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", "2");
-      auto e2 = b.build(cuda_opts(true));
-      setenv_or_unset("SCN_CUDA_MAP_LOOKAHEAD", nullptr);
+      BuildOptions o = cuda_opts(true);
+      o.cuda.map_lookahead = 2;
+      auto e2 = b.build(o);
       e2->set_input(0, frame.features, frame.indices, frame.grid, 1);
       const Stats s = stats(e2->time_forward(warmup, runs));
       put("graph_map_lookahead2_median_ms", s.median);
       put("graph_map_lookahead2_workspace_MB", double(e2->workspace_bytes()) / 1e6);
     }
     {
-      setenv_or_unset("SCN_CUDA_AUTOTUNE", "0");
-      auto eh = b.build(cuda_opts(true));
-      setenv_or_unset("SCN_CUDA_AUTOTUNE", nullptr);
+      BuildOptions o = cuda_opts(true);
+      o.cuda.autotune = false;
+      auto eh = b.build(o);
       eh->set_input(0, frame.features, frame.indices, frame.grid, 1);
       const Stats s = stats(eh->time_forward(warmup, runs));
       put("graph_heuristic_configs_median_ms", s.median);
       put("graph_heuristic_configs_bitwise_equal_tuned", to_floats(eh->output(0)) == ref ? 1.0 : 0.0);
     }
 
-    for (const char* mode : {"0", "1"}) {  // rows in map order / every map's rows grouped by mask
-      setenv_or_unset("SCN_CUDA_SORT_ROWS", mode);
-      auto eu = b.build(cuda_opts(true));
-      setenv_or_unset("SCN_CUDA_SORT_ROWS", nullptr);
-      eu->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(eu->time_forward(warmup, runs));
-      const std::string k = std::string("graph_sort_rows_") + mode;
-      put((k + "_median_ms").c_str(), s.median);
-      put((k + "_bitwise_equal_default").c_str(), to_floats(eu->output(0)) == ref ? 1.0 : 0.0);
-    }
-    for (const char* sp : {"2", "4"}) {
-      setenv_or_unset("SCN_CUDA_SPLIT", sp);
-      auto es = b.build(cuda_opts(true));
-      setenv_or_unset("SCN_CUDA_SPLIT", nullptr);
+    for (int sp : {1, 2}) {
+      BuildOptions o = cuda_opts(true);
+      o.cuda.split = sp;
+      auto es = b.build(o);
       es->set_input(0, frame.features, frame.indices, frame.grid, 1);
       const Stats s = stats(es->time_forward(warmup, runs));
-      const std::string k = std::string("graph_split") + sp;
+      const std::string k = "graph_split" + std::to_string(sp);
       put((k + "_median_ms").c_str(), s.median);
       put((k + "_rel_l2_vs_default").c_str(), rel_l2(to_floats(es->output(0)), ref));
       const auto p = es->profile_layers();
@@ -407,20 +438,6 @@ int main(int argc, char** argv) {
       put("nograph_p99_ms", s.p99);
     }
 
-    // ---- gather-GEMM-scatter (cuBLAS) path alone ----------------------------------------------
-    {
-      setenv_or_unset("SCN_CUDA_ALGO", "gemm");
-      auto eg = b.build(cuda_opts(false));
-      setenv_or_unset("SCN_CUDA_ALGO", nullptr);
-      eg->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(eg->time_forward(3, quick ? 5 : 20));
-      std::printf("\ngather-GEMM-scatter path (cuBLAS per offset, one host sync per conv, no graph):\n");
-      put("cublas_path_median_ms", s.median);
-      put("cublas_path_p99_ms", s.p99);
-      put("cublas_path_vs_igemm_rel_l2", rel_l2(to_floats(eg->output(0)), ref));
-      put("cublas_path_workspace_MB", double(eg->workspace_bytes()) / 1e6);
-    }
-
     // ---- tile configurations per layer ----------------------------------------------------------
     if (!quick) {
       const std::vector<std::string> cfgs = cuda_tile_configs();
@@ -428,9 +445,9 @@ int main(int argc, char** argv) {
       std::vector<std::string> order;
       for (const std::string& cs : cfgs) {
         const char* c = cs.c_str();
-        setenv_or_unset("SCN_CUDA_IGEMM", c);
-        auto ec = b.build(cuda_opts(false));
-        setenv_or_unset("SCN_CUDA_IGEMM", nullptr);
+        BuildOptions o = cuda_opts(false);
+        o.cuda.tile = cs;
+        auto ec = b.build(o);
         ec->set_input(0, frame.features, frame.indices, frame.grid, 1);
         ec->forward();
         ec->check_errors();

@@ -25,28 +25,6 @@ namespace scn::cudatest {
                       "CUDA backend tests run on a GPU machine (scripts/gpu_check.sh)";                \
   } while (0)
 
-/// Sets an environment variable for the lifetime of the object (engine-build-time switches).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
 inline BuildOptions cpu_options(Precision p = Precision::Fp32) {
   BuildOptions o;
   o.backend = Backend::Cpu;
@@ -61,6 +39,12 @@ inline BuildOptions cuda_options(bool graph = true, int64_t max_input_voxels = 0
   o.cuda_graph = graph;
   o.max_input_voxels = max_input_voxels;
   o.max_batch = max_batch;
+  return o;
+}
+
+/// `o` with CudaOptions::tile forced to `tile` (which turns the autotuner off).
+inline BuildOptions with_tile(BuildOptions o, const std::string& tile) {
+  o.cuda.tile = tile;
   return o;
 }
 

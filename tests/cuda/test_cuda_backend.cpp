@@ -102,15 +102,6 @@ TEST_P(CudaConv, MatchesCpuReference) {
   expect_close(single_conv(cc, seed + 7), {in}, 1e-3, cuda_options(true, 0, cc.batch));
 }
 
-TEST_P(CudaConv, GatherGemmPathMatchesCpuReference) {
-  SCN_REQUIRE_CUDA();
-  const ConvCase& cc = GetParam();
-  const uint64_t seed = (std::hash<std::string>()(cc.name) & 0xffff) + 3;
-  const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, seed);
-  ScopedEnv env("SCN_CUDA_ALGO", "gemm");
-  expect_close(single_conv(cc, seed + 7), {in}, 1e-3, cuda_options(false, 0, cc.batch));
-}
-
 INSTANTIATE_TEST_SUITE_P(All, CudaConv, ::testing::ValuesIn(conv_cases()),
                          [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
 
@@ -135,8 +126,7 @@ TEST(CudaBackend, EveryTileConfigMatches) {
     const EngineBuilder b = single_conv(cc, 92);
     auto cpu = b.build(cpu_options());
     const RunResult rc = run(*cpu, {in});
-    ScopedEnv env("SCN_CUDA_IGEMM", cfg);
-    auto gpu = b.build(cuda_options());
+    auto gpu = b.build(with_tile(cuda_options(), cfg));
     const RunResult rg = run(*gpu, {in});
     std::string err;
     const auto got = align_sparse(rg.outputs[0], rg.indices[0], rc.indices[0], 96, &err);
@@ -173,8 +163,7 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
     const EngineBuilder b = single_conv(cc, 132);
     std::vector<uint8_t> ref;
     {
-      ScopedEnv env("SCN_CUDA_IGEMM", "m64n64k64s2t");
-      auto e = b.build(cuda_options());
+      auto e = b.build(with_tile(cuda_options(), "m64n64k64s2t"));
       ref = to_bytes(run(*e, {in}).outputs[0]);
     }
     size_t nonzero = 0;
@@ -185,8 +174,7 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
       if (cc.cin % bk != 0) continue;                                    // 128 channels per step
       if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
       SCOPED_TRACE(cc.name + " " + cfg);
-      ScopedEnv env("SCN_CUDA_IGEMM", cfg.c_str());
-      auto e = b.build(cuda_options());
+      auto e = b.build(with_tile(cuda_options(), cfg));
       const RunResult r = run(*e, {in});
       const std::vector<uint8_t> got = to_bytes(r.outputs[0]);
       ASSERT_EQ(got.size(), ref.size());
@@ -333,53 +321,40 @@ TEST(CudaBackend, Deterministic) {
   {
     // convs launched in plain stream order, graph nodes at one priority, against the default
     // programmatic launches (each conv stages its map before waiting for the previous conv) at two
-    ScopedEnv no_pdl("SCN_CUDA_PDL", "0");
-    ScopedEnv no_prio("SCN_CUDA_PRIORITY", "0");
-    auto e0 = b.build(cuda_options(true));
+    BuildOptions o = cuda_options(true);
+    o.cuda.programmatic_launch = CudaProgrammaticLaunch::Off;
+    o.cuda.stream_priorities = false;
+    auto e0 = b.build(o);
     EXPECT_TRUE(first == to_bytes(run(*e0, {in}).outputs[0])) << "plain stream-ordered launches differ";
   }
   // the tile configuration (autotuned or heuristic) and the map stream never change the bits
-  ScopedEnv no_tune("SCN_CUDA_AUTOTUNE", "0");
-  ScopedEnv no_side("SCN_CUDA_MAP_LOOKAHEAD", "0");
-  auto e3 = b.build(cuda_options(true));
+  BuildOptions plain = cuda_options(true);
+  plain.cuda.autotune = false;
+  plain.cuda.map_lookahead = 0;
+  auto e3 = b.build(plain);
   EXPECT_TRUE(first == to_bytes(run(*e3, {in}).outputs[0])) << "heuristic configs differ from tuned ones";
-  for (const char* mode : {"0", "1", "2"}) {  // rows in map order; every map's rows grouped by mask
-    ScopedEnv sort("SCN_CUDA_SORT_ROWS", mode);
-    auto e4 = b.build(cuda_options(true));
-    EXPECT_TRUE(first == to_bytes(run(*e4, {in}).outputs[0])) << "row order mode " << mode << " changes the bits";
-  }
   {
-    // the default submanifold maps by kernel rows against the symmetric (level 0) and general kernels
-    for (const char* kind : {"sym", "general"}) {
-      ScopedEnv subm("SCN_CUDA_SUBM_MAP", kind);
-      auto e5 = b.build(cuda_options(true));
-      EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "submanifold map kernel " << kind << " differs";
-    }
-  }
-  {
-    // strided maps by kernel rows (default) against the ones scattered from the input rows and the
-    // general gather
-    for (const char* kind : {"scatter", "general"}) {
-      ScopedEnv strided("SCN_CUDA_STRIDED_MAP", kind);
-      auto e6 = b.build(cuda_options(true));
-      EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "strided map kernel " << kind << " differs";
-    }
+    // the default map kernels (by kernel rows) against the plain one-lookup-per-entry baseline
+    BuildOptions o = plain;
+    o.cuda.map_kernel = CudaMapKernel::General;
+    auto e5 = b.build(o);
+    EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "the general map kernel differs";
   }
   // split-K over kernel offsets (clusters): a different summation order, but one per class (by
-  // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 4 = every deep layer)
-  for (const char* classes : {"1", "4"}) {
-    ScopedEnv split("SCN_CUDA_SPLIT", classes);
-    ScopedEnv tune("SCN_CUDA_AUTOTUNE", "1");
-    auto s1 = b.build(cuda_options(true));
-    auto s2 = b.build(cuda_options(false));
+  // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 2 = every deep layer)
+  for (int classes : {1, 2}) {
+    BuildOptions o = cuda_options(true);
+    o.cuda.split = classes;
+    auto s1 = b.build(o);
+    o.cuda_graph = false;
+    auto s2 = b.build(o);
     const auto o1 = to_bytes(run(*s1, {in}).outputs[0]);
     EXPECT_TRUE(o1 == to_bytes(run(*s2, {in}).outputs[0])) << "two engines of split class " << classes << " differ";
     const Metrics m = compare(to_floats(run(*s1, {in}).outputs[0]), to_floats(a1.outputs[0]));
     EXPECT_LE(m.rel_l2, 1e-3) << "split class " << classes << ": " << describe(m);
   }
   {
-    // the tuner without the tile shapes it picked (SCN_CUDA_TUNE_SKIP): other tiles, the same bits
-    ScopedEnv tune("SCN_CUDA_AUTOTUNE", "1");
+    // the tuner without the tile shapes it picked (CudaOptions::tune_skip): other tiles, the same bits
     std::vector<std::string> picked;
     for (const auto& l : e1->profile_layers()) {
       const size_t at = l.algorithm.rfind("igemm", 0) == 0 ? l.algorithm.find(' ') : std::string::npos;
@@ -388,21 +363,20 @@ TEST(CudaBackend, Deterministic) {
       if (std::find(picked.begin(), picked.end(), shape) == picked.end()) picked.push_back(shape);
     }
     ASSERT_FALSE(picked.empty()) << "no layer reports an implicit-GEMM tile";
-    std::string list;
-    for (const std::string& p : picked) list += (list.empty() ? "" : ",") + p;
-    ScopedEnv skip("SCN_CUDA_TUNE_SKIP", list.c_str());
-    auto e7 = b.build(cuda_options(true));
-    EXPECT_TRUE(first == to_bytes(run(*e7, {in}).outputs[0])) << "tiles other than " << list << " differ";
+    BuildOptions o = cuda_options(true);
+    o.cuda.tune_skip = picked;
+    auto e7 = b.build(o);
+    EXPECT_TRUE(first == to_bytes(run(*e7, {in}).outputs[0])) << "tiles other than the skipped ones differ";
     for (const auto& l : e7->profile_layers())
       for (const std::string& p : picked)
         EXPECT_EQ(l.algorithm.find(" " + p + " "), std::string::npos) << l.node << " still runs skipped tile " << p;
-    // a name that is no tile is an error naming the switch, not a silently ignored entry
-    ScopedEnv bad("SCN_CUDA_TUNE_SKIP", (list + ",m7n7k7").c_str());
+    // a name that is no tile is an error naming the option, not a silently ignored entry
+    o.cuda.tune_skip.push_back("m7n7k7");
     try {
-      b.build(cuda_options(true));
-      ADD_FAILURE() << "SCN_CUDA_TUNE_SKIP with an unknown tile was accepted";
+      b.build(o);
+      ADD_FAILURE() << "CudaOptions::tune_skip with an unknown tile was accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("SCN_CUDA_TUNE_SKIP"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("BuildOptions.cuda.tune_skip"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("m7n7k7"), std::string::npos) << e.what();
     }
   }
@@ -567,15 +541,6 @@ TEST(CudaBackend, RealFrameCenterPoint) {
   const Metrics m16 = compare(to_floats(rg.outputs[0]), to_floats(r16.outputs[0]));
   std::printf("[real frame] CUDA fp16 vs CPU fp16: %s\n", describe(m16).c_str());
   EXPECT_LE(m16.rel_l2, 1e-3) << describe(m16);
-  // the gather-GEMM-scatter path gives the same answer
-  {
-    ScopedEnv env("SCN_CUDA_ALGO", "gemm");
-    auto gemm = b.build(cuda_options(false));
-    const RunResult rgg = run(*gemm, {in});
-    const Metrics mg = compare(to_floats(rgg.outputs[0]), to_floats(rc.outputs[0]));
-    std::printf("[real frame] CUDA gather-GEMM fp16 vs CPU fp32: %s\n", describe(mg).c_str());
-    EXPECT_LE(mg.rel_l2, 1e-3) << describe(mg);
-  }
 }
 
 }  // namespace

@@ -154,9 +154,7 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
     ASSERT_GE(cfgs.size(), 8u) << "the CUDA backend lists its INT8 tile configurations";
     for (const std::string& cfg : cfgs) {
       SCOPED_TRACE(cfg.empty() ? std::string("autotuned") : cfg);
-      std::unique_ptr<ScopedEnv> env;
-      if (!cfg.empty()) env = std::make_unique<ScopedEnv>("SCN_CUDA_IGEMM", cfg.c_str());
-      auto gpu = b.build(int8_options(Backend::Cuda));
+      auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
       const RunResult rg = run(*gpu, {in});
       const auto got = outputs_as_cpu(rg, rc, b.graph());
       ASSERT_EQ(got.size(), 2u);
@@ -226,16 +224,17 @@ TEST(CudaInt8, UnfusedAddAndReluMatchTheCpu) {
   expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
 }
 
-TEST(CudaInt8, RowOrderAndMapStreamDoNotChangeResults) {
+TEST(CudaInt8, MapKernelAndMapStreamDoNotChangeResults) {
   SCN_REQUIRE_CUDA();
   const test::SparseInput in = random_input(3000, 4, test::int8graphs::kGrid, 1, 12);
   const Ranges r = fp32_ranges(int8_chain, in);
   const EngineBuilder b = int8_chain(&r);
   auto cpu = b.build(int8_options(Backend::Cpu));
   const RunResult rc = run(*cpu, {in});
-  ScopedEnv e1("SCN_CUDA_SORT_ROWS", "1");
-  ScopedEnv e2("SCN_CUDA_MAP_LOOKAHEAD", "0");
-  auto gpu = b.build(int8_options(Backend::Cuda));
+  BuildOptions o = int8_options(Backend::Cuda);
+  o.cuda.map_kernel = CudaMapKernel::General;
+  o.cuda.map_lookahead = 0;
+  auto gpu = b.build(o);
   const RunResult rg = run(*gpu, {in});
   const auto got = outputs_as_cpu(rg, rc, b.graph());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(count_differ(got[k], to_floats(rc.outputs[k])), 0) << k;

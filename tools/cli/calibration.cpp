@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/int8_arith.h"
-#include "backends/cpu/int8_plan.h"
+#include "plan/int8_arith.h"
+#include "plan/int8_plan.h"
 #include "scn/error.h"
 
 namespace scn::cli {

@@ -46,6 +46,10 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
       ->needs(sw);
   c->add_flag("--layers", a.layers, "Per-layer times (Engine::profile_layers)");
   c->add_flag("--no-cuda-graph", a.no_cuda_graph, "CUDA: launch kernels directly instead of replaying a CUDA graph");
+  c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
+  c->add_option("--tile", a.tile, "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--tuning-cache", a.tuning_cache,
+                "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   f->needs(i);
   i->needs(f);
   f->excludes(s);
@@ -135,6 +139,9 @@ int run_bench(const BenchArgs& a) {
   opts.max_batch = a.batch;
   opts.max_input_voxels = max_voxels;
   opts.cuda_graph = !a.no_cuda_graph;
+  opts.cuda.autotune = !a.no_autotune;
+  opts.cuda.tile = a.tile;
+  opts.cuda.tuning_cache = a.tuning_cache;
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);
   const double build_ms = ms_since(t_build);

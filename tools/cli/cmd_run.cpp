@@ -34,6 +34,10 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
   c->add_option("--threads", a.threads, "CPU backend threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
+  c->add_option("--tile", a.tile, "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--tuning-cache", a.tuning_cache,
+                "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   return c;
 }
 
@@ -61,6 +65,9 @@ int run_run(const RunArgs& a) {
   opts.num_threads = a.threads;
   opts.max_batch = a.batch;
   if (indices.ndim() == 2) opts.max_input_voxels = indices.dim(0);
+  opts.cuda.autotune = !a.no_autotune;
+  opts.cuda.tile = a.tile;
+  opts.cuda.tuning_cache = a.tuning_cache;
 
   const int64_t t_parse = now_ns();
   EngineBuilder builder = parse_onnx(a.model);

@@ -24,6 +24,9 @@ struct RunArgs {
   std::string output, output_dir;
   int repeat = 1;
   int threads = 0;
+  bool no_autotune = false;  ///< CudaOptions::autotune = false
+  std::string tile;          ///< CudaOptions::tile
+  std::string tuning_cache;  ///< CudaOptions::tuning_cache
 };
 CLI::App* add_run(CLI::App& app, RunArgs& a);
 int run_run(const RunArgs& a);
@@ -74,6 +77,9 @@ struct BenchArgs {
   std::string sweep, csv, sweep_csv;
   bool layers = false;
   bool no_cuda_graph = false;
+  bool no_autotune = false;  ///< CudaOptions::autotune = false
+  std::string tile;          ///< CudaOptions::tile
+  std::string tuning_cache;  ///< CudaOptions::tuning_cache
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

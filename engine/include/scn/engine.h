@@ -23,8 +23,44 @@
 
 namespace scn {
 
+struct GraphAnalysis;  // engine/src/graph/analysis.h
+
+/// When a convolution lets the next one launch programmatically (sm_90, maps on the map stream).
+enum class CudaProgrammaticLaunch {
+  Off = 0,           ///< plain stream order
+  LastTileStart = 1, ///< at the start of each block's last tile
+  LastEpilogue = 2,  ///< at the epilogue of each block's last tile (default: leaves the map stream room)
+};
+
+/// Which kernel builds submanifold and strided kernel maps (both give bitwise the same map).
+enum class CudaMapKernel {
+  Rows = 0,     ///< one thread per (output row, kernel row), sharing bitmap words (default)
+  General = 1,  ///< one lookup per (row, offset): the plain baseline the tests compare with
+};
+
+/// CUDA backend settings (docs/cuda_backend.md). Validated with the rest of BuildOptions when an
+/// engine is built; a bad value is an scn::Error naming the field.
+struct CudaOptions {
+  bool autotune = true;  ///< time every fitting tile per conv on the first bound input, keep the fastest
+  /// Force one tile configuration where it fits (e.g. "m64n64k32s4t", "igemm-i8 m64n64k32s4t";
+  /// cuda_tile_configs() lists them); empty = heuristic + autotuner. Forcing a tile turns the tuner off.
+  std::string tile;
+  std::vector<std::string> tune_skip;  ///< tile names (or shapes) the autotuner leaves out
+  int map_lookahead = 3;               ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
+  bool stream_priorities = true;       ///< convs' graph nodes above the map stream's
+  CudaProgrammaticLaunch programmatic_launch = CudaProgrammaticLaunch::LastEpilogue;
+  /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
+  /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
+  int split = 0;
+  CudaMapKernel map_kernel = CudaMapKernel::Rows;
+  /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
+  /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
+  /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.
+  std::string tuning_cache;
+};
+
 struct BuildOptions {
-  Backend backend = Backend::Auto;        ///< Auto: CUDA when built with it and a GPU is present
+  Backend backend = Backend::Auto;        ///< Auto: CUDA when built with it and a usable GPU is present
   Precision precision = Precision::Fp16;  ///< activations stored in this precision
   int num_threads = 0;                    ///< CPU backend threads; 0 = all cores
   /// CUDA: capacity planned for the input voxels. 0 = the largest output_bound of the graph.
@@ -32,6 +68,7 @@ struct BuildOptions {
   int max_batch = 1;                      ///< CUDA: batch size the capacities are planned for
   bool cuda_graph = true;                 ///< CUDA: capture forward into a CUDA graph and replay
   int device = 0;                         ///< CUDA device ordinal
+  CudaOptions cuda;                       ///< CUDA backend settings
 };
 
 /// Per-layer timing, filled by backends that measure it (bench).
@@ -89,12 +126,17 @@ class Engine {
   virtual std::vector<LayerTiming> profile_layers() { return {}; }
   /// Bytes the engine holds for activations, kernel maps and workspace (device memory for CUDA).
   virtual size_t workspace_bytes() const { return 0; }
+  /// Why the engine runs on another backend than asked, e.g. Backend::Auto on a GPU the CUDA
+  /// backend cannot use (also printed on stderr when the engine is built); empty otherwise.
+  const std::string& notice() const { return notice_; }
+  void set_notice(std::string n) { notice_ = std::move(n); }
 
  protected:
   Engine(std::shared_ptr<const Graph> graph, BuildOptions options)
       : graph_(std::move(graph)), options_(options) {}
   std::shared_ptr<const Graph> graph_;
   BuildOptions options_;
+  std::string notice_;
 };
 
 /// Value handle returned by the push_* calls.
@@ -125,6 +167,10 @@ class EngineBuilder {
   void annotate_last(const std::string& key, const std::string& value);
 
   const Graph& graph() const { return *graph_; }
+  /// Whole-graph checks (inverse convs find their strided conv, Add / Concat on one site set, ...);
+  /// throws naming the node. The result is kept: build() does not analyse the graph again unless
+  /// a node was pushed since.
+  void check_graph() const;
   /// Whole-graph checks (outputs present, inverse convs find their strided conv, ...) and the
   /// backend's engine. The builder can keep building afterwards without affecting the engine.
   std::unique_ptr<Engine> build(const BuildOptions& options) const;
@@ -132,7 +178,9 @@ class EngineBuilder {
  private:
   ValueId add_node(Node node, Value value);
   const Value& value(ValueId id, const std::string& node, const char* role) const;
+  void touched() { std::atomic_store(&analysis_, std::shared_ptr<const GraphAnalysis>()); }
   std::shared_ptr<Graph> graph_;
+  mutable std::shared_ptr<const GraphAnalysis> analysis_;  ///< check_graph()'s result for graph_
   std::unordered_set<std::string> value_names_;  ///< every value name in graph_
   std::unordered_set<std::string> node_names_;   ///< every node name in graph_
 };
@@ -141,7 +189,7 @@ class EngineBuilder {
 bool cuda_available();
 
 /// Names of the implicit-GEMM tile configurations compiled into the CUDA backend (the values
-/// SCN_CUDA_IGEMM accepts): the fp16 ones (e.g. "m64n64k32s4t"), or with Precision::Int8 those of
+/// CudaOptions::tile accepts): the fp16 ones (e.g. "m64n64k32s4t"), or with Precision::Int8 those of
 /// INT8 engines ("igemm-i8 m64n64k32s4t" on int8 operands, "igemm-q ..." fp16 operands with a
 /// quantizing epilogue). Empty in a build without CUDA.
 std::vector<std::string> cuda_tile_configs(Precision precision = Precision::Fp16);

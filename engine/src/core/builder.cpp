@@ -1,12 +1,16 @@
 // EngineBuilder: validates each node as it is pushed, so a bad graph fails at the node at fault.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <memory>
 
 #include "core/half.h"
+#include "core/options.h"
 
 #include "backends/backend_factory.h"
 #include "graph/analysis.h"
+#include "plan/engine_plan.h"
 #include "scn/engine.h"
 
 namespace scn {
@@ -62,6 +66,7 @@ const Value& EngineBuilder::value(ValueId id, const std::string& node, const cha
 
 ValueId EngineBuilder::add_node(Node node, Value value) {
   // Copy-on-write: an engine built earlier keeps its own graph.
+  touched();
   if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
   Graph& g = *graph_;
   if (value.name.empty()) value.name = node.name;
@@ -338,28 +343,54 @@ void EngineBuilder::push_output(ValueId x) {
   const Value& xv = value(x, "<output>", "graph output");
   for (int o : graph_->outputs)
     SCN_CHECK(o != x, graph_->source, ": '", xv.name, "' is marked as graph output twice");
+  touched();
   if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
   graph_->outputs.push_back(x);
 }
 
 void EngineBuilder::annotate_last(const std::string& key, const std::string& value) {
   SCN_CHECK(!graph_->nodes.empty(), "annotate_last: no node pushed yet");
+  touched();
   if (graph_.use_count() > 1) graph_ = std::make_shared<Graph>(*graph_);
   graph_->nodes.back().info.emplace_back(key, value);
 }
 
+void EngineBuilder::check_graph() const {
+  // build() may run on several threads at once (docs/threading.md): the cache is swapped atomically;
+  // two threads may both analyse once, with equal results
+  if (std::atomic_load(&analysis_)) return;
+  std::atomic_store(&analysis_, std::make_shared<const GraphAnalysis>(analyze_graph(*graph_)));
+}
+
 std::unique_ptr<Engine> EngineBuilder::build(const BuildOptions& options) const {
   SCN_CHECK(!graph_->inputs.empty(), graph_->source, ": the graph has no input");
-  analyze_graph(*graph_);  // whole-graph checks; throws naming the node
-  Backend b = options.backend;
-  // Auto: the GPU for the precisions the CUDA backend implements, the CPU reference otherwise.
-  if (b == Backend::Auto)
-    b = cuda_available() && options.precision != Precision::Fp32 ? Backend::Cuda : Backend::Cpu;
-  BuildOptions o = options;
-  o.backend = b;
+  validate(options);
+  check_graph();  // whole-graph checks, once per graph; throws naming the node
   std::shared_ptr<const Graph> g = graph_;
-  if (b == Backend::Cuda) return create_cuda_engine(g, o);
-  return create_cpu_engine(g, o);
+  auto plan = std::make_shared<const EnginePlan>(make_plan(g, std::atomic_load(&analysis_), options));
+  Backend b = options.backend;
+  BuildOptions o = options;
+  if (b == Backend::Cuda || (b == Backend::Auto && options.precision != Precision::Fp32 && cuda_available())) {
+    o.backend = Backend::Cuda;
+    if (b == Backend::Cuda) return create_cuda_engine(plan, o);
+    // Auto: the GPU for the precisions the CUDA backend implements; a GPU it cannot use (below
+    // compute capability 8.0, or no compiled image for it) falls back to the CPU, saying why.
+    try {
+      return create_cuda_engine(plan, o);
+    } catch (const UnusableGpu& e) {
+      const std::string notice = detail::concat("scn: ", e.what(), "; Backend::Auto runs on the CPU instead");
+      std::fprintf(stderr, "%s\n", notice.c_str());
+      o.backend = Backend::Cpu;
+      auto engine = create_cpu_engine(plan, o);
+      engine->set_notice(notice);
+      return engine;
+    }
+  }
+  o.backend = Backend::Cpu;
+  SCN_CHECK(options.cuda.tile.empty(), "BuildOptions.cuda.tile = '", options.cuda.tile,
+            "' forces a CUDA tile, but this engine runs on the CPU backend",
+            options.backend == Backend::Auto ? " (Backend::Auto: no usable GPU, or precision fp32)" : "");
+  return create_cpu_engine(plan, o);
 }
 
 }  // namespace scn

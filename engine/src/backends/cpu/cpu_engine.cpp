@@ -11,16 +11,17 @@
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
-#include "backends/cpu/int8_arith.h"
 #include "backends/cpu/int8_conv.h"
 #include "backends/cpu/int8_observer.h"
-#include "backends/cpu/int8_plan.h"
 #include "backends/cpu/kernel_map.h"
 #include "backends/cpu/sparse_conv.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/half.h"
 #include "core/input_check.h"
 #include "graph/analysis.h"
+#include "plan/engine_plan.h"
+#include "plan/int8_arith.h"
+#include "plan/int8_plan.h"
 #include "plan/memory_plan.h"
 
 namespace scn {
@@ -38,11 +39,9 @@ struct BoundInput {
 
 class CpuEngine final : public Engine {
  public:
-  CpuEngine(std::shared_ptr<const Graph> graph, const BuildOptions& options)
-      : Engine(std::move(graph), options) {
-    analysis_ = analyze_graph(*graph_);
-    int8_mode_ = options.precision == Precision::Int8;
-    if (int8_mode_) int8_ = int8::plan(*graph_);
+  CpuEngine(std::shared_ptr<const EnginePlan> plan, const BuildOptions& options)
+      : Engine(plan->graph, options), plan_(std::move(plan)), analysis_(*plan_->analysis), int8_(plan_->int8_plan) {
+    int8_mode_ = plan_->int8;
     threads_ = cpu::resolve_threads(options.num_threads);
     packed_.resize(graph_->nodes.size());
     for (size_t n = 0; n < graph_->nodes.size(); ++n)
@@ -217,7 +216,7 @@ class CpuEngine final : public Engine {
       timings->push_back({node, op, algo, std::chrono::duration<double, std::milli>(t1 - t0).count()});
       t0 = t1;
     };
-    shapes_ = infer_shapes(g, analysis_, grids, batch_);
+    shapes_ = plan_->replan(grids, batch_).shapes;
     build_maps();
     lap("kernel maps", "MapBuild", "hash");
     plan();
@@ -481,7 +480,9 @@ class CpuEngine final : public Engine {
  private:
   int64_t rows(int v) const { return sites_[size_t(analysis_.value_sites[size_t(v)])].size(); }
 
-  GraphAnalysis analysis_;
+  /// the analysis and the INT8 storage plan (no fusion: the oracle runs every node as written)
+  std::shared_ptr<const EnginePlan> plan_;
+  const GraphAnalysis& analysis_;
   ShapeInfo shapes_;
   int threads_ = 1;
   int batch_ = 1;
@@ -494,7 +495,7 @@ class CpuEngine final : public Engine {
   std::vector<size_t> offsets_;
   std::vector<float> arena_;
   bool int8_mode_ = false;
-  int8::Plan int8_;
+  const int8::Plan& int8_;
   std::vector<int8_t> scratch_q0_, scratch_q1_;
   std::vector<float> scratch_f0_, scratch_f1_;
   cpu::ValueObserver observer_;
@@ -513,8 +514,8 @@ void set_value_observer(Engine& engine, ValueObserver observer) {
 
 }  // namespace cpu
 
-std::unique_ptr<Engine> create_cpu_engine(std::shared_ptr<const Graph> graph, const BuildOptions& options) {
-  return std::make_unique<CpuEngine>(std::move(graph), options);
+std::unique_ptr<Engine> create_cpu_engine(std::shared_ptr<const EnginePlan> plan, const BuildOptions& options) {
+  return std::make_unique<CpuEngine>(std::move(plan), options);
 }
 
 }  // namespace scn

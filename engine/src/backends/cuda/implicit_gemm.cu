@@ -1,9 +1,12 @@
 // Implicit-GEMM registry and launcher (the kernel is in implicit_gemm.cuh, its instances in
-// igemm_instances_*.cu).
+// igemm_fp16_*.cu and igemm_int8*.cu).
 #include <cstring>
+#include <deque>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "backends/cuda/device_check.h"
 #include "backends/cuda/implicit_gemm.cuh"
 
 namespace scn::cuda {
@@ -15,17 +18,23 @@ using igemm::Instance;
 std::vector<Instance>& instances() {
   static std::vector<Instance> v = [] {
     std::vector<Instance> all;
-    igemm::add_instances_a(all);
-    igemm::add_instances_b(all);
-    igemm::add_instances_c(all);
-    igemm::add_instances_d(all);
-    igemm::add_instances_e(all);
-    igemm::add_instances_f(all);
-    igemm::add_instances_q(all);
-    igemm::add_instances_i8(all);
+    igemm::add_instances_fp16_n16(all);
+    igemm::add_instances_fp16_n32(all);
+    igemm::add_instances_fp16_n64(all);
+    igemm::add_instances_fp16_n128(all);
+    igemm::add_instances_fp16_split(all);
+    igemm::add_instances_fp16_latency(all);
+    igemm::add_instances_int8_fp16_operands(all);
+    igemm::add_instances_int8(all);
 #if SCN_CUDA_WGMMA
-    igemm::add_instances_wg(all);
+    igemm::add_instances_fp16_wgmma(all);
 #endif
+    // names derived from the fields, kept alive with the registry (IgemmConfig::name points into it)
+    static std::deque<std::string> names;
+    for (Instance& in : all) {
+      names.push_back(igemm_config_name(in.cfg));
+      in.cfg.name = names.back().c_str();
+    }
     return all;
   }();
   return v;
@@ -86,6 +95,13 @@ bool igemm_wgmma_device() {
                   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
   if (!ok) cudaGetLastError();  // no device: clear the sticky error
   return ok && major == 9 && minor == 0;
+}
+
+cudaError_t probe_kernel_image() {
+  cudaFuncAttributes fa{};
+  const cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(instances().at(0).kernel));
+  if (e != cudaSuccess) cudaGetLastError();  // clear it: the caller reports it
+  return e;
 }
 
 void igemm_init() {

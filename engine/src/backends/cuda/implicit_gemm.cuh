@@ -325,7 +325,7 @@ struct Tile {
   static constexpr size_t kMax2 = kPipeBytes > kStageBytes ? kPipeBytes : kStageBytes;
   static constexpr size_t kMainBytes = kMax2 > kRedBytes ? kMax2 : kRedBytes;
   static constexpr size_t kMapOff = (kMainBytes + 15) / 16 * 16;
-  static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4 + size_t(BM) * 4;
+  static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4;
   // wgmma tiles align the dynamic shared memory to 1024 bytes themselves (the swizzle's period)
   static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8 + (WG ? 1024 : 0);
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
@@ -376,8 +376,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
   int32_t* sMap = reinterpret_cast<int32_t*>(smem + T::kMapOff);
   int32_t* sOff = sMap + BM * kMaxMapK;
   uint32_t* sMask = reinterpret_cast<uint32_t*>(sOff + kMaxMapK);
-  int32_t* sRows = sOff + kMaxMapK + 4;  // tile rows when the map's rows are reordered
-  const int32_t* __restrict__ order = a.row_order;
   uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + (T::kBarOff + 7) / 8 * 8);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -437,42 +435,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     int nact = K;
     if (map_smem) {
       if (tid == 0) *sMask = 0u;
-      if (order)
-        for (int r = tid; r < BM; r += T::kThreads) sRows[r] = m0 + r < n ? __ldg(order + m0 + r) : -1;
       __syncthreads();
       // Stage the tile's map with asynchronous copies (one round trip per tile instead of one per
       // element: Nsight Compute showed the per-element loads as the conv kernels' top stall),
       // then derive the offsets used by any row from shared memory.
-      if (a.map_sync) {
-        // plain loads (the earlier path, kept for comparison): one round trip per element
-        for (int i = tid; i < BM * K; i += T::kThreads) {
-          const int r = i / K, kk = i - r * K;
-          int32_t v = -1;
-          if (order) {
-            const int32_t src = sRows[r];
-            if (src >= 0) v = __ldg(a.out_in + int64_t(src) * K + kk);
-          } else if (m0 + r < n) {
-            v = __ldg(a.out_in + (m0 + r) * K + kk);
-          }
-          sMap[i] = v;
-        }
-      } else if (order) {
-        int r = tid / K, kk = tid % K;
-        const int rstep = T::kThreads / K, kstep = T::kThreads % K;
-        for (int i = tid; i < BM * K; i += T::kThreads) {
-          const int32_t src = sRows[r];
-          if (src >= 0)
-            cp_async4(sMap + i, a.out_in + int64_t(src) * K + kk);
-          else
-            sMap[i] = -1;
-          kk += kstep;
-          r += rstep;
-          if (kk >= K) {
-            kk -= K;
-            ++r;
-          }
-        }
-      } else {
+      {
         // BM * K is a multiple of 4 and the tile's entries are contiguous and 16-byte aligned
         const int64_t base = m0 * K;
         const int64_t limit = n * K;
@@ -740,9 +707,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
       __half* y = static_cast<__half*>(a.y);
       for (int i = tid; i < ROWS * CPRC; i += T::kThreads) {
         const int rl = int(z) * ROWS + i / CPRC, c8 = (i % CPRC) * 8;
-        const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+        const int64_t row = m0 + rl;
         const int col = n0 + c8;
-        if ((order ? row < 0 : row >= n) || col >= a.cout_p) continue;
+        if (row >= n || col >= a.cout_p) continue;
         float v[8];
 #pragma unroll
         for (int q = 0; q < 8; ++q) v[q] = 0.f;
@@ -807,9 +774,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
       const int per_row = (col_end - n0) / 8;
       for (int i = tid; i < BM * per_row; i += T::kThreads) {
         const int rl = i / per_row, c8 = (i % per_row) * 8;
-        const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+        const int64_t row = m0 + rl;
         const int col = n0 + c8;
-        if (order ? row < 0 : row >= n) continue;
+        if (row >= n) continue;
         float o[8];
         if (col >= a.cout) {
 #pragma unroll
@@ -889,9 +856,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
     constexpr int CPRC = BN / 8;
     for (int i = tid; i < BM * CPRC; i += T::kThreads) {
       const int rl = i / CPRC, c8 = (i % CPRC) * 8;
-      const int64_t row = order ? int64_t(sRows[rl]) : m0 + rl;
+      const int64_t row = m0 + rl;
       const int col = n0 + c8;
-      if ((order ? row < 0 : row >= n) || col >= a.cout_p) continue;
+      if (row >= n || col >= a.cout_p) continue;
       alignas(16) __half v[8];
       *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * T::LDC + c8);
       if (res || a.relu_after) {
@@ -924,26 +891,29 @@ struct Instance {
   bool pdl;  ///< the device image waits for its predecessor (griddepcontrol): may launch programmatically
 };
 
+/// One compiled tile configuration; its name is derived from these arguments when it is registered
+/// (igemm_config_name), so no instance carries a hand-typed name.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
           int SPLIT = 1, int MODE = kF16, bool WG = false>
-inline Instance make_instance(const char* name) {
+inline Instance make_instance() {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
-  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, name, WG},
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB},
                   &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>, T::kSmem,
                   T::kThreads, 1, false};
 }
 
-// Instance lists, one per translation unit so that nvcc compiles them in parallel.
-void add_instances_a(std::vector<Instance>& v);
-void add_instances_b(std::vector<Instance>& v);
-void add_instances_c(std::vector<Instance>& v);
-void add_instances_d(std::vector<Instance>& v);
-void add_instances_e(std::vector<Instance>& v);
-void add_instances_f(std::vector<Instance>& v);
-void add_instances_q(std::vector<Instance>& v);   // kF16Q (INT8 engines)
-void add_instances_i8(std::vector<Instance>& v);  // kI8
-void add_instances_wg(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
+// Instance lists, one per translation unit so that nvcc compiles them in parallel; registered in
+// this order (implicit_gemm.cu), which is the order of ties in the heuristic and the tuner.
+void add_instances_fp16_n16(std::vector<Instance>& v);
+void add_instances_fp16_n32(std::vector<Instance>& v);
+void add_instances_fp16_n64(std::vector<Instance>& v);
+void add_instances_fp16_n128(std::vector<Instance>& v);
+void add_instances_fp16_split(std::vector<Instance>& v);
+void add_instances_fp16_latency(std::vector<Instance>& v);
+void add_instances_int8_fp16_operands(std::vector<Instance>& v);  // kF16Q (INT8 engines)
+void add_instances_int8(std::vector<Instance>& v);                // kI8
+void add_instances_fp16_wgmma(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
 
 }  // namespace igemm
 }  // namespace scn::cuda

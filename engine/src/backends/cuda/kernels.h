@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -86,44 +87,24 @@ void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st);
 void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
-/// Submanifold map kernels (all give the same map): one thread per (row, kernel row along the last
-/// axis) sharing bitmap words; the half-lookup kernel using the map's symmetry (input sets, odd
-/// kernels); one lookup per (row, offset). Where `masks` are wanted only the last.
-enum class SubmMapKernel { Rows, Symmetric, General };
-/// out_in[o*K + k] for a submanifold map on site set s. With `masks` (K <= 32), also the row's
-/// neighbour mask (bit k set when out_in[o*K + k] >= 0).
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, uint32_t* masks, SubmMapKernel kind, int sm_count,
-                     cudaStream_t st);
-/// Strided map kernels (all give the same map): by kernel rows of the output rows (as the default
-/// submanifold kernel); from the input rows (one lookup per (input, tap) pair, after clearing the
-/// map); one lookup per (output row, offset). Where `masks` are wanted only the last.
-enum class StridedMapKernel { Rows, Scatter, General };
+/// Which kernel builds submanifold and strided maps (both give bitwise the same map): by kernel rows
+/// (one thread per (output row, (r0, r1)) fills the k2 entries along the last axis, sharing bitmap
+/// words; the default), or the plain one lookup per (row, offset) kernel, kept as the baseline the
+/// tests compare the row-wise kernels with (CudaOptions::map_kernel).
+enum class MapKernel { Rows, General };
+/// out_in[o*K + k] for a submanifold map on site set s.
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm_count, cudaStream_t st);
 /// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
-void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, StridedMapKernel kind,
-                        int sm_count, cudaStream_t st);
+void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm_count,
+                        cudaStream_t st);
 /// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
 /// strided outputs in `out` (looked up).
-void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, uint32_t* masks, int sm_count,
-                        cudaStream_t st);
-
-// ---- sort.cu ----------------------------------------------------------------------------------
-inline constexpr int kRowKeyBits = 12;
-inline constexpr int kRowBuckets = 1 << kRowKeyBits;
-/// How a row's neighbour mask reduces to its bucket (see sort.cu).
-struct RowKey {
-  int K = 0;                    ///< kernel volume (mask bits)
-  int k2 = 1;                   ///< kernel size along the innermost axis (a "line" of offsets)
-  bool with_positions = false;  ///< also key on which positions along the line are used
-};
-/// Counting sort of the live rows by bucket: order[0 .. *count) receives the row ids, grouped by
-/// bucket in ascending bucket order. hist_cursor: 2 x kRowBuckets scratch words (cleared here).
-void launch_bucket_rows(const uint32_t* masks, const int* count, int64_t cap, RowKey rk, uint32_t* hist_cursor,
-                        int32_t* order, int sm_count, cudaStream_t st);
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count, cudaStream_t st);
 
 // ---- implicit_gemm.cu -------------------------------------------------------------------------
 enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };
 
-/// One convolution for the implicit GEMM and gather-GEMM paths.
+/// One convolution for the implicit GEMM.
 struct ConvArgs {
   const void* x = nullptr;        ///< half [n_in, cin_p]
   const int32_t* out_in = nullptr;  ///< [cap_out, K]
@@ -133,7 +114,6 @@ struct ConvArgs {
   const void* residual = nullptr; ///< half [n_out, cout_p] or nullptr
   void* y = nullptr;              ///< half [n_out, cout_p]
   const int* n_out = nullptr;     ///< device count of output rows
-  const int32_t* row_order = nullptr;  ///< rows in this order (sorted by neighbour mask) or nullptr
   int64_t cap_out = 0;
   int K = 1;
   int cin_p = 16;
@@ -143,7 +123,6 @@ struct ConvArgs {
   Act act = Act::None;
   float alpha = 0.f;
   bool relu_after = false;        ///< ReLU after the residual add
-  bool map_sync = false;          ///< stage the tile's map with plain loads (SCN_CUDA_MAP_STAGE=sync)
   bool pdl_late = false;          ///< let the next kernel launch at the last tile's epilogue, not its start
 
   /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
@@ -178,9 +157,17 @@ struct IgemmConfig {
   int group; ///< offsets per pipeline step (> 1 needs bk == cin_p)
   int split; ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
   int mode;  ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
-  const char* name;
-  bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
+  const char* name;     ///< igemm_config_name(*this), set when the instance is registered
+  bool wgmma = false;   ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
+  int min_blocks = 1;   ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
 };
+
+/// The configuration's name, derived from its fields as CUTLASS derives procedural_name():
+/// "<kernel> m<BM>n<BN>k<BK>s<STAGES>[t][w<warps>][g<G>][r<B>][x<S>][wg]" with kernel "igemm" (fp16),
+/// "igemm-q" (fp16 operands, quantizing epilogue) or "igemm-i8" (int8 operands); t: TMA weights,
+/// w: warps when not 4, g: offsets per pipeline step, r: registers capped for B blocks per SM,
+/// x: split-K cluster size, wg: wgmma (tile_names.cpp).
+std::string igemm_config_name(const IgemmConfig& c);
 
 /// Halves per shared-memory row of a tile's A and B operands (and of a pre-tiled TMA weight row).
 /// Rows of 16 or more halves get 8 halves of padding, which makes every ldmatrix phase (8 rows of
@@ -212,21 +199,6 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool
 bool igemm_wgmma_device();
 /// Prepares the kernels (shared-memory limits); call once per device.
 void igemm_init();
-
-// ---- gather_gemm.cu ---------------------------------------------------------------------------
-/// Per (block of 256 rows, offset) counts of valid pairs: counts[blk * K + k].
-void launch_pair_counts(const int32_t* out_in, const int* n_out, int64_t cap_out, int K, int32_t* counts,
-                        cudaStream_t st);
-/// Writes the pairs of every offset, sorted by output row: in_idx/out_idx at offsets[blk*K + k].
-void launch_pair_emit(const int32_t* out_in, const int* n_out, int64_t cap_out, int K, const int32_t* offsets,
-                      int32_t* in_idx, int32_t* out_idx, cudaStream_t st);
-/// G[j] = x[in_idx[j]] for j < n (half rows of cin_p).
-void launch_gather_rows(const void* x, int cin_p, const int32_t* in_idx, int64_t n, void* G, cudaStream_t st);
-/// acc[out_idx[j]] += P[j] (float rows of cout_p); within one call every out_idx is distinct.
-void launch_scatter_add(const float* P, int cout_p, const int32_t* out_idx, int64_t n, float* acc,
-                        cudaStream_t st);
-/// y = epilogue(acc) for the rows < *n_out.
-void launch_gemm_epilogue(const float* acc, const ConvArgs& a, cudaStream_t st);
 
 // ---- elementwise.cu ---------------------------------------------------------------------------
 void launch_set_count(int* count, int value, cudaStream_t st);

@@ -1,7 +1,7 @@
 // What an INT8 engine (BuildOptions::precision = Int8: "every node runs with its own precision
 // attribute") stores for every value, and the quantized weights of its int8 convolutions.
 // docs/int8.md states the rules; this is their one implementation, used by the CPU backend and
-// meant to be reused by the CUDA backend (it is backend-neutral: no CPU types).
+// by the CUDA backend (it is backend-neutral: no CPU or CUDA types).
 //
 // Storage of a value:
 //   - graph input, Concat, ScatterDense, Transpose, Reshape: fp16;

@@ -1,0 +1,180 @@
+// The autotuner: at the first bound input, one pass over the steps on the engine's stream; every
+// fitting candidate tile of each conv (tile_choice.h tune_candidates, minus CudaOptions::tune_skip)
+// is timed with events (2 warm-up launches, then the median of 11) and the fastest kept. All
+// candidates of a split class sum in one order, so tuning never changes the results. With
+// CudaOptions::tuning_cache the decisions are read from / written to a file (plan/tuning_cache.h).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_engine.h"
+#include "backends/cuda/tile_choice.h"
+#include "core/options.h"
+#include "plan/tuning_cache.h"
+
+namespace scn::cuda {
+
+/// Times every candidate tile configuration of every conv on the bound input (one pass over
+/// the steps on the engine's stream, each conv's candidates timed with events, then the
+/// fastest run for real so later layers see real data) and keeps the fastest per conv. All
+/// candidates sum in the same order, so the choice never changes the results.
+void CudaEngine::autotune() {
+  tuned_ = true;
+  const bool trace = trace_autotune();
+  size_t scratch_bytes = 16;
+  for (const ConvPlan& c : convs_)
+    scratch_bytes =
+        std::max(scratch_bytes, size_t(sites_[size_t(an().maps[size_t(c.slot)].out_sites)].cap) * size_t(c.cout_p) * 2);
+  DevMem scratch;
+  scratch.alloc(scratch_bytes);
+  cudaEvent_t e0, e1;
+  SCN_CUDA_CHECK(cudaEventCreate(&e0));
+  SCN_CUDA_CHECK(cudaEventCreate(&e1));
+  stage_inputs(own_stream_);
+  for (const Step& st : steps_) {
+    if (st.kind != StepKind::Conv) {
+      run_step(st, own_stream_);
+      continue;
+    }
+    ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
+    const std::vector<int> cands = tune_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, cc_major_, c.split);
+    int best = c.cfg;
+    double best_ms = 1e30;
+    DevMem best_wt;
+    std::vector<uint16_t> w_host;
+    for (int id : cands) {
+      if (std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
+      DevMem wt;
+      ConvArgs a = conv_args(c);
+      if (igemm_config(id).tma) {
+        if (w_host.empty()) {
+          w_host.resize(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
+          SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
+        }
+        const std::vector<uint16_t> t = igemm_tile_weights(id, w_host, c.K, c.cout_w, c.cin_p, c.cout_p);
+        wt.alloc(t.size() * 2);
+        SCN_CUDA_CHECK(cudaMemcpy(wt.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
+        a.w_tma = wt.get();
+      } else {
+        a.w_tma = nullptr;
+      }
+      if (a.residual && a.residual == a.y) a.y = scratch.get();  // in place: keep the identity intact
+      launch_igemm(id, a, sm_count_, own_stream_);               // warm-up
+      launch_igemm(id, a, sm_count_, own_stream_);
+      // the median of 11 launches: candidates are often within 1-2 us, and a median of 5 picked
+      // a slower tile for some layers from run to run
+      std::vector<float> t(11);
+      for (float& v : t) {
+        SCN_CUDA_CHECK(cudaEventRecord(e0, own_stream_));
+        launch_igemm(id, a, sm_count_, own_stream_);
+        SCN_CUDA_CHECK(cudaEventRecord(e1, own_stream_));
+        SCN_CUDA_CHECK(cudaEventSynchronize(e1));
+        SCN_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
+      }
+      std::sort(t.begin(), t.end());
+      const float med = t[t.size() / 2];
+      if (trace)
+        std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
+                     igemm_config(id).name, double(med));
+      if (med < best_ms) {
+        best_ms = med;
+        best = id;
+        best_wt = std::move(wt);
+      }
+    }
+    c.cfg = best;
+    c.w_tma = std::move(best_wt);
+    c.tuned = true;
+    run_step(st, own_stream_);
+  }
+  SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
+  for (ConvPlan& c : convs_)
+    if (igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
+  SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  exec_valid_ = false;
+}
+
+/// What the tuner's decisions depend on: the device, the CUDA versions, scn, the model, the
+/// capacities and the options that shape the candidates.
+TuningCache CudaEngine::tuning_key() const {
+  cudaDeviceProp prop{};
+  SCN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  int runtime = 0, driver = 0;
+  SCN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  SCN_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  TuningCache k;
+  k.key.emplace_back("gpu", prop.name);
+  k.key.emplace_back("compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor));
+  k.key.emplace_back("sm_count", std::to_string(prop.multiProcessorCount));
+  k.key.emplace_back("cuda_runtime", std::to_string(runtime));
+  k.key.emplace_back("cuda_driver", std::to_string(driver));
+  k.key.emplace_back("scn", scn_version());
+  k.key.emplace_back("model", model_digest(g()));
+  k.key.emplace_back("precision", precision_name(options_.precision));
+  std::string caps;
+  for (const SiteInfo& si : sites_) caps += (caps.empty() ? "" : ",") + std::to_string(si.cap);
+  k.key.emplace_back("capacities", caps);
+  k.key.emplace_back("split", std::to_string(opt().split));
+  std::string skip;
+  for (const std::string& t : opt().tune_skip) skip += (skip.empty() ? "" : ",") + t;
+  k.key.emplace_back("tune_skip", skip);
+  return k;
+}
+
+/// The tiles of a matching cache; every conv must be listed with a compiled tile that fits it and
+/// keeps its split class, else the file is not what its key claims: an error naming it.
+void CudaEngine::apply_tuning(const TuningCache& cache, const std::string& file) {
+  SCN_CHECK(cache.tiles.size() == convs_.size(), file, ": the tuning cache lists ", cache.tiles.size(),
+            " convolutions, the model has ", convs_.size());
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    ConvPlan& c = convs_[i];
+    const auto& [node, tile] = cache.tiles[i];
+    SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " is for node '", node,
+              "', expected '", g().nodes[size_t(c.node)].name, "'");
+    const int id = find_tile(tile);
+    SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
+              file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
+    if (id != c.cfg && igemm_config(id).tma) {
+      std::vector<uint16_t> w_host(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
+      SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
+      const std::vector<uint16_t> t = igemm_tile_weights(id, w_host, c.K, c.cout_w, c.cin_p, c.cout_p);
+      c.w_tma.alloc(t.size() * 2);
+      SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
+    } else if (!igemm_config(id).tma) {
+      c.w_tma.reset();
+    }
+    c.cfg = id;
+    c.tuned = true;
+  }
+  for (ConvPlan& c : convs_)
+    if (igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
+  tuned_ = true;
+  exec_valid_ = false;
+}
+
+/// The tuner, or its decisions from CudaOptions::tuning_cache when the file's key matches.
+void CudaEngine::tune_or_load() {
+  const std::string& path = opt().tuning_cache;
+  if (path.empty()) {
+    autotune();
+    return;
+  }
+  TuningCache now = tuning_key();
+  if (const std::optional<TuningCache> file = read_tuning_cache(path)) {
+    const std::string diff = key_difference(*file, now);
+    if (diff.empty()) {
+      apply_tuning(*file, path);
+      return;
+    }
+    std::fprintf(stderr, "scn: tuning cache %s was written for another setup (%s); re-tuning\n", path.c_str(),
+                 diff.c_str());
+  }
+  autotune();
+  for (const ConvPlan& c : convs_) now.tiles.emplace_back(g().nodes[size_t(c.node)].name, igemm_config(c.cfg).name);
+  write_tuning_cache(path, now);
+}
+
+}  // namespace scn::cuda

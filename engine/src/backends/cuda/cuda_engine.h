@@ -1,0 +1,218 @@
+// The CUDA backend's engine (docs/cuda_backend.md): one class whose members live in files by job.
+//   cuda_engine.cpp  the Engine face: build, set_input, forward, output, timing
+//   lowering.cpp     plan to launches: INT8 storage per conv, Convert steps, kernel arguments, run_step
+//   arena.cpp        the device arena for a frame: buffer requests, lifetimes, pointers
+//   schedule.cpp     map stream, release points, CUDA graph capture, priorities, programmatic launches
+//   autotune.cpp     timing the tile candidates of every conv; the tuning cache
+//   weights.cpp      weight packing and upload
+//   errors.cpp       device error slots -> messages
+// The plan it lowers (fusion, capacities, steps, INT8 storage) is shared with the CPU backend
+// (plan/engine_plan.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_mem.h"
+#include "backends/cuda/kernels.h"
+#include "plan/engine_plan.h"
+#include "plan/memory_plan.h"
+#include "plan/tuning_cache.h"
+#include "scn/engine.h"
+
+namespace scn::cuda {
+
+/// fp16 rows: channels padded to 16 (padding columns always zero).
+inline int64_t round_up16(int64_t c) { return (c + 15) / 16 * 16; }
+/// int8 rows: 16 bytes (one m16n8k16 step) up to 16 channels, else padded to 32 (m16n8k32 steps).
+inline int64_t int8_row(int64_t c) { return c <= 16 ? 16 : (c + 31) / 32 * 32; }
+
+/// Bitmaps above this are refused (a hash-table site index would be the fallback).
+constexpr size_t kMaxBitmapBytes = size_t(1) << 30;
+
+/// A conv as lowered: the fused conv, its kernel mode and storage, its tile and its device weights.
+struct ConvPlan {
+  int node = -1;
+  int slot = -1;
+  int cin = 0, cout = 0, cin_p = 0, cout_p = 0, cout_w = 0, K = 1;
+  Act act = Act::None;
+  float alpha = 0.f;
+  bool relu_after = false;
+  int residual = -1;         ///< value fused as residual (Add)
+  int add_node = -1;         ///< the fused Add node
+  int add_conv_operand = 0;  ///< which input of the Add (0 / 1) is the conv's value
+  int out_value = -1;        ///< value the conv writes after fusion
+  bool fused_relu = false;   ///< a Relu node folded into the activation
+  int cfg = -1;
+  bool tuned = false;
+  int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
+  // INT8 engines
+  int mode = 0;                        ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
+  int shadow = -1;                     ///< converted copy of the input this conv reads (Convert step), or -1
+  int dual = -1;                       ///< shadow this conv also writes: its output quantized for an int8 reader
+  int y_stride = 0;                    ///< output row stride in its elements
+  DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
+};
+
+/// A converted copy of a value for one reader (INT8 engines): the value quantized onto the
+/// reader's int8 grid, or int8 storage dequantized to fp16.
+struct Shadow {
+  int value = -1;
+  int reader = -1;  ///< the node that reads it (the Convert step runs right before it)
+  bool to_q = false;
+  float inv = 0.f;    ///< to_q: 127 / range
+  int stride = 0;     ///< row stride in its elements
+  int producer = -1;  ///< to_q written by this conv's epilogue as a second output (no Convert step)
+  int req = -1;
+  void* ptr = nullptr;
+};
+
+struct SiteInfo {
+  int64_t cap_build = 0;  ///< capacity from the build options (before clipping by the grid)
+  int64_t cap = 0;
+  Int3 grid{0, 0, 0};
+  int64_t words = 0;
+  bool generated = false;
+  int producer_step = 0;
+  int index_last = 0;   ///< last step reading bitmap/rank/perm
+  int coords_last = 0;  ///< last step reading coords
+  int req_coords = -1, req_bits = -1, req_rank_local = -1, req_rank_block = -1, req_perm = -1;
+  SiteIndex dev;
+};
+
+struct InputSlot {
+  bool bound = false;
+  bool on_device = false;
+  bool raw_fp32 = false;
+  int64_t n = 0;
+  int channels = 0;
+  Int3 grid{0, 0, 0};
+  Tensor dev_features, dev_indices;  ///< device tensors given to set_input (read by forward)
+  DevMem raw_feat, raw_idx;          ///< device staging
+  PinnedMem host_feat, host_idx, host_count;
+  cudaEvent_t copied = nullptr;
+  bool copy_pending = false;
+};
+
+class CudaEngine final : public Engine {
+ public:
+  CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOptions& options);
+  ~CudaEngine() override;
+
+  Backend backend() const override { return Backend::Cuda; }
+  void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                 const InputLabels& labels) override;
+  void forward(void* stream) override;
+  Tensor output(int index) override;
+  Tensor output_indices(int index) override;
+  void check_errors() override;
+  std::vector<double> time_forward(int warmup, int runs) override;
+  std::vector<LayerTiming> profile_layers() override;
+  size_t workspace_bytes() const override;
+
+ private:
+  const Graph& g() const { return *graph_; }
+  const GraphAnalysis& an() const { return *plan_->analysis; }
+  const FusionPlan& fusion() const { return plan_->fusion; }
+
+  // lowering.cpp: the plan's convs and steps for this device
+  void lower_convs();
+  void lower_steps();
+  void plan_conv_storage(ConvPlan& c);
+  int add_shadow(int v, int reader, bool to_q, float range);
+  void plan_fp16_readers();
+  void plan_dual_outputs();
+  void choose_tiles();
+  bool q8(int v) const;
+  float qrange(int v) const;
+  int64_t row_elems(int v) const;
+  size_t row_bytes(int v) const;
+  const void* input_ptr(int n, int k) const;
+  QOperand operand(int v) const;
+  QEpilogue q_epilogue(const ConvPlan& c) const;
+  ConvArgs conv_args(const ConvPlan& c) const;
+  void run_step(const Step& st, cudaStream_t s, bool pdl = false);
+  LayerTiming describe_step(const Step& st) const;
+  void* value_ptr(int v) const { return value_ptr_[size_t(v)]; }
+  int64_t read_count(int s) const;
+
+  // weights.cpp
+  void upload_weights(ConvPlan& c);
+
+  // arena.cpp: the device arena of the bound frame
+  void ensure_planned();
+  void plan_arena();
+  void collect_requests(std::vector<BufferRequest>& req, std::vector<std::string>& req_label);
+  void place_arena(const std::vector<BufferRequest>& req, const std::vector<std::string>& req_label);
+  void prepare_inputs();
+  void stage_inputs(cudaStream_t s);
+
+  // schedule.cpp
+  void plan_release_points();
+  void create_streams();
+  void destroy_streams();
+  void destroy_graph();
+  void capture(cudaStream_t s);
+  void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev);
+
+  // autotune.cpp
+  void autotune();
+  void tune_or_load();
+  TuningCache tuning_key() const;
+  void apply_tuning(const TuningCache& cache, const std::string& file);
+
+  // errors.cpp
+  void reset_errors();
+  std::string error_message(int node, int kind, const ErrSlot& e) const;
+  ErrSlot* err_of(int node) const { return errors_.get<ErrSlot>() + size_t(node) * kNumErrKinds; }
+
+  std::shared_ptr<const EnginePlan> plan_;
+  FramePlan frame_;  ///< grids, batch and shapes the arena is planned for
+  const CudaOptions& opt() const { return options_.cuda; }
+
+  int device_ = 0;
+  int sm_count_ = 1;
+  int cc_major_ = 0;
+  cudaStream_t own_stream_ = nullptr;
+  cudaEvent_t done_event_ = nullptr;
+  bool use_graph_ = true;
+  bool autotune_ = true;
+  std::vector<int> tune_skip_;
+  int forced_cfg_ = -1;
+  bool tuned_ = false;
+
+  // schedule
+  int lookahead_ = 3;
+  cudaStream_t side_stream_ = nullptr;
+  cudaStream_t capture_stream_ = nullptr;  ///< highest priority; graph capture only
+  std::vector<int> release_node_, map_order_;
+  std::vector<int> release_base_;  ///< release points before plan_arena's memory-aware delays
+  std::vector<cudaEvent_t> ev_release_, ev_built_;
+  cudaEvent_t ev_join_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  bool exec_valid_ = false;
+
+  // lowering
+  std::vector<ConvPlan> convs_;
+  std::vector<Shadow> shadows_;
+  std::map<std::pair<int, int>, int> reader_shadow_;  ///< (Concat / ScatterDense node, input) -> shadow
+  std::vector<SiteInfo> sites_;
+  std::vector<Step> steps_;  ///< the plan's steps with the Convert steps of INT8 engines
+  std::vector<InputSlot> inputs_;
+  std::vector<DevMem> out_compact_;
+
+  // the bound frame and its arena
+  int batch_ = 1;
+  bool planned_ = false;
+  DevMem arena_, errors_, counts_;
+  std::vector<int> map_req_, value_req_;
+  std::vector<int32_t*> map_ptr_;
+  std::vector<void*> value_ptr_;
+  bool forwarded_ = false;
+};
+
+}  // namespace scn::cuda

@@ -1,0 +1,153 @@
+// Scheduling: kernel maps depend only on coordinates, so they are built on a second (map) stream,
+// each slot released when the main stream reaches the first conv of the slot `map_lookahead`
+// places earlier and joined before its own first conv; the graph is captured from a stream of the
+// highest priority with per-node priorities, and convs launch programmatically (sm_90) where the
+// kernel before them did not write their map. docs/cuda_backend.md "Execution".
+#include <climits>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_engine.h"
+
+namespace scn::cuda {
+
+/// Release point of every map slot (the node whose step releases its build on the map stream).
+void CudaEngine::plan_release_points() {
+  const GraphAnalysis& ana = an();
+  // Kernel maps depend only on coordinates: with a map stream, slot j of the build order is
+  // released when the main stream reaches the first conv of slot j - lookahead (the slots before
+  // right after the inputs) and built on the side stream while earlier levels convolve.
+  release_node_.assign(ana.maps.size(), 0);
+  map_order_.clear();
+  for (const Step& st : steps_)
+    if (st.kind == StepKind::Map) map_order_.push_back(st.slot);
+  bool inputs_first = true;
+  bool seen_other = false;
+  for (const Step& st : steps_) {
+    if (st.kind == StepKind::Input && seen_other) inputs_first = false;
+    if (st.kind != StepKind::Input) seen_other = true;
+  }
+  if (!inputs_first) lookahead_ = 0;
+  for (size_t j = 0; j < map_order_.size(); ++j) {
+    const int m = map_order_[j];
+    release_node_[size_t(m)] = (lookahead_ > 0 && j >= size_t(lookahead_))
+                                   ? ana.maps[size_t(map_order_[j - size_t(lookahead_)])].first_node
+                               : lookahead_ > 0 ? 0
+                                                : ana.maps[size_t(m)].first_node;
+  }
+  release_base_ = release_node_;
+}
+
+void CudaEngine::create_streams() {
+  if (lookahead_ == 0) return;
+  SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+  if (opt().stream_priorities && use_graph_) {
+    // The graph is captured from a stream of the highest priority (the map stream keeps the lowest), and
+    // instantiated with per-node priorities: when a conv and map kernels both have blocks waiting, the
+    // conv's go first. Each conv grid is sized to fill the GPU once, so a map block that takes its place
+    // would push a conv block into a second wave; map blocks fill the convs' tails instead.
+    int least = 0, greatest = 0;
+    SCN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    SCN_CUDA_CHECK(cudaStreamCreateWithPriority(&capture_stream_, cudaStreamNonBlocking, greatest));
+  }
+  ev_release_.assign(an().maps.size(), nullptr);
+  ev_built_.assign(an().maps.size(), nullptr);
+  for (auto& e : ev_release_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (auto& e : ev_built_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join_, cudaEventDisableTiming));
+}
+
+void CudaEngine::destroy_streams() {
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  for (auto e : ev_release_) cudaEventDestroy(e);
+  for (auto e : ev_built_) cudaEventDestroy(e);
+  if (ev_join_) cudaEventDestroy(ev_join_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (capture_stream_) cudaStreamDestroy(capture_stream_);
+}
+
+void CudaEngine::destroy_graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  exec_ = nullptr;
+  exec_valid_ = false;
+}
+
+void CudaEngine::capture(cudaStream_t s) {
+  destroy_graph();
+  if (capture_stream_) s = capture_stream_;  // capture records the stream's priority in every kernel node
+  SCN_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue(s, nullptr);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  SCN_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  const cudaError_t e =
+      cudaGraphInstantiate(&exec_, graph, capture_stream_ ? cudaGraphInstantiateFlagUseNodePriority : 0);
+  cudaGraphDestroy(graph);
+  SCN_CUDA_CHECK(e);
+  exec_valid_ = true;
+}
+
+void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
+  const GraphAnalysis& ana = an();
+  if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (ev) SCN_CUDA_CHECK(cudaEventRecord((*ev)[i], s));
+      run_step(steps_[i], s);
+    }
+    if (ev) SCN_CUDA_CHECK(cudaEventRecord(ev->back(), s));
+    return;
+  }
+  // Map builds on the side stream, released at their release node, joined before their first conv,
+  // except the first map: the first conv needs it at once, so it is built on `s`, beside the map
+  // stream's start on the next maps. Convs launch programmatically (launch_igemm) unless the kernel
+  // before them on `s` wrote their map.
+  const bool pdl = opt().programmatic_launch != CudaProgrammaticLaunch::Off && cc_major_ >= 9;
+  const int inline_map = map_order_.empty() ? -1 : map_order_[0];
+  size_t next_build = 0;
+  bool inputs_done = false;
+  bool map_just_built = false;
+  bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
+  auto release_up_to = [&](int node) {
+    while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
+      const int m = map_order_[next_build++];
+      if (m == inline_map) continue;
+      side_used = true;
+      SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
+      run_step(Step{StepKind::Map, ana.maps[size_t(m)].first_node, m}, side_stream_);
+      SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
+    }
+  };
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& st = steps_[i];
+    if (st.kind != StepKind::Input && !inputs_done) {
+      inputs_done = true;
+      release_up_to(0);
+    }
+    if (st.kind == StepKind::Map) {
+      if (st.slot == inline_map) {
+        run_step(st, s);
+        map_just_built = true;
+      }
+      continue;
+    }
+    if (inputs_done) release_up_to(st.node);
+    if (st.kind == StepKind::Conv && st.slot != inline_map && ana.maps[size_t(st.slot)].first_node == st.node)
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
+    run_step(st, s, pdl && !map_just_built);
+    map_just_built = false;
+  }
+  if (!inputs_done) release_up_to(0);
+  release_up_to(INT_MAX);
+  if (side_used) {
+    SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
+    SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
+  }
+}
+
+}  // namespace scn::cuda

@@ -1,0 +1,41 @@
+// Which compiled tile configuration (kernels.h IgemmConfig) runs a conv: the split-K class fixed by
+// the layer's shape, the heuristic pick (a table of measured preferences), the autotuner's
+// candidates, and the lookup of a tile named in CudaOptions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace scn::cuda {
+
+/// A conv as the tile choice sees it: padded channels (cin_p in 16-bit units), kernel volume,
+/// kernel mode (0 fp16, 1 fp16 + quantizing epilogue, 2 int8 operands).
+struct ConvShape {
+  int cin_p = 16, cout_p = 16, K = 27, mode = 0;
+};
+
+/// Split-K class: configs of one class sum in one order (bitwise-identical results), so it is fixed
+/// by the layer's shape, never by the tuner. `split_override` (CudaOptions::split): 0 = by shape
+/// (128 -> 128-channel or wider 3x3x3 fp16 convs split in two on sm_90), 1 or 2 = that class for
+/// every fp16 conv with >= 64 output channels.
+int split_for(const ConvShape& c, int cc_major, int split_override);
+
+/// The heuristic pick for a conv of split class `split` (mode 0), then for the INT8 modes; -1 when
+/// no compiled config fits.
+int choose_config(const ConvShape& c, int cc_major, int split);
+
+/// Every compiled config of the conv's mode and split class that fits, with an N tile of the output
+/// width (rounded up to a power of two, at most 128) or half of it: what the autotuner times.
+std::vector<int> tune_candidates(const ConvShape& c, int cc_major, int split);
+
+/// Config id of a tile name: a full name ("igemm m64n64k32s4t", "igemm-i8 m64n64k32s4t") or a shape
+/// ("m64n64k32s4t": the fp16 config when there is one, else the first of that shape). -1 when none.
+int find_tile(const std::string& name);
+
+/// Every config id matching a name or shape, in every kernel mode (tune_skip).
+std::vector<int> find_tiles(const std::string& name);
+
+/// Every compiled tile name (full names).
+std::vector<std::string> compiled_tile_names();
+
+}  // namespace scn::cuda

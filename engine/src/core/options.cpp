@@ -1,0 +1,70 @@
+#include "core/options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace scn {
+
+namespace {
+
+bool env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return e && *e && std::strcmp(e, "0") != 0;
+}
+
+std::string shape_of(const std::string& full) {
+  const size_t sp = full.find(' ');
+  return sp == std::string::npos ? full : full.substr(sp + 1);
+}
+
+std::string name_list(const std::vector<std::string>& compiled) {
+  std::string s;
+  for (const std::string& n : compiled) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none (this build has no CUDA backend)" : s;
+}
+
+}  // namespace
+
+void validate(const BuildOptions& o) {
+  SCN_CHECK(o.backend == Backend::Auto || o.backend == Backend::Cpu || o.backend == Backend::Cuda,
+            "BuildOptions.backend = ", int(o.backend), " is not a Backend");
+  SCN_CHECK(o.precision == Precision::Fp32 || o.precision == Precision::Fp16 || o.precision == Precision::Int8,
+            "BuildOptions.precision = ", int(o.precision), " is not a Precision");
+  SCN_CHECK(o.num_threads >= 0, "BuildOptions.num_threads must be >= 0 (0 = all cores), got ", o.num_threads);
+  SCN_CHECK(o.max_input_voxels >= 0, "BuildOptions.max_input_voxels must be >= 0 (0 = from the graph), got ",
+            o.max_input_voxels);
+  SCN_CHECK(o.max_batch >= 1, "BuildOptions.max_batch must be >= 1, got ", o.max_batch);
+  SCN_CHECK(o.device >= 0, "BuildOptions.device must be >= 0, got ", o.device);
+  const CudaOptions& c = o.cuda;
+  SCN_CHECK(c.map_lookahead >= 0,
+            "BuildOptions.cuda.map_lookahead must be >= 0 (0 = kernel maps on the main stream), got ", c.map_lookahead);
+  SCN_CHECK(c.split >= 0 && c.split <= 2, "BuildOptions.cuda.split = ", c.split,
+            " is not one of 0 (by layer shape), 1 (unsplit), 2 (split in two)");
+  const int pl = int(c.programmatic_launch);
+  SCN_CHECK(pl >= 0 && pl <= 2, "BuildOptions.cuda.programmatic_launch = ", pl,
+            " is not a CudaProgrammaticLaunch (Off, LastTileStart, LastEpilogue)");
+  const int mk = int(c.map_kernel);
+  SCN_CHECK(mk >= 0 && mk <= 1, "BuildOptions.cuda.map_kernel = ", mk, " is not a CudaMapKernel (Rows, General)");
+  for (const std::string& n : c.tune_skip)
+    SCN_CHECK(!n.empty(), "BuildOptions.cuda.tune_skip holds an empty tile name");
+}
+
+void validate_cuda_tiles(const CudaOptions& c, const std::vector<std::string>& compiled) {
+  if (!c.tile.empty()) {
+    bool found = false;
+    for (const std::string& n : compiled) found = found || n == c.tile || shape_of(n) == c.tile;
+    SCN_CHECK(found, "BuildOptions.cuda.tile = '", c.tile,
+              "' names no compiled tile configuration; valid names: ", name_list(compiled));
+  }
+  for (const std::string& t : c.tune_skip) {
+    bool found = false;
+    for (const std::string& n : compiled) found = found || n == t || shape_of(n) == t;
+    SCN_CHECK(found, "BuildOptions.cuda.tune_skip: '", t,
+              "' names no compiled tile configuration; valid names: ", name_list(compiled));
+  }
+}
+
+bool trace_plan() { return env_on("SCN_CUDA_PLAN_TRACE"); }
+bool trace_autotune() { return env_on("SCN_CUDA_AUTOTUNE_TRACE"); }
+
+}  // namespace scn

@@ -1,0 +1,100 @@
+// The tuning cache file (plan/tuning_cache.h): round trip, atomic write, key differences, the model
+// digest, and clear errors naming the file for truncated or corrupt caches.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/centerpoint_graph.h"
+#include "plan/tuning_cache.h"
+
+namespace scn {
+namespace {
+
+namespace fs = std::filesystem;
+
+TuningCache sample() {
+  TuningCache c;
+  c.key = {{"gpu", "NVIDIA H200"}, {"compute_capability", "9.0"}, {"model", "0123456789abcdef"}, {"tune_skip", ""}};
+  c.tiles = {{"conv0", "igemm m128n16k16s4t"}, {"conv 1", "igemm-i8 m64n64k32s4t"}};
+  return c;
+}
+
+std::string temp_path(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("scn_tuning_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return (d / name).string();
+}
+
+void expect_error(const std::string& text, const std::string& part) {
+  try {
+    parse_tuning_cache(text, "cache.tune");
+    ADD_FAILURE() << "accepted: " << text;
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("cache.tune: ", 0), 0u) << m;
+    EXPECT_NE(m.find(part), std::string::npos) << m;
+  }
+}
+
+TEST(TuningCache, RoundTripThroughAFile) {
+  const std::string path = temp_path("roundtrip.tune");
+  write_tuning_cache(path, sample());
+  EXPECT_FALSE(fs::exists(path + ".partial")) << "the temporary file is renamed into place";
+  const std::optional<TuningCache> back = read_tuning_cache(path);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->key, sample().key);
+  EXPECT_EQ(back->tiles, sample().tiles);
+  EXPECT_EQ(key_difference(*back, sample()), "");
+  EXPECT_FALSE(read_tuning_cache(temp_path("absent.tune")).has_value()) << "a missing file means: tune";
+}
+
+TEST(TuningCache, KeyDifferenceNamesTheField) {
+  TuningCache now = sample();
+  now.key[1].second = "8.0";
+  EXPECT_EQ(key_difference(sample(), now), "compute_capability: '9.0' in the file, '8.0' here");
+  now = sample();
+  now.key.emplace_back("split", "0");
+  EXPECT_EQ(key_difference(sample(), now), "split: (absent) in the file, '0' here");
+}
+
+TEST(TuningCache, TruncatedOrCorruptFilesAreErrorsNamingThem) {
+  const std::string good = serialize(sample());
+  expect_error(good.substr(0, good.size() - 7), "truncated");  // the end line cut off
+  expect_error(good.substr(0, good.find("tile")), "truncated");
+  expect_error("", "empty");
+  expect_error("not a cache\n", "header");
+  std::string bad_count = good;
+  bad_count.replace(bad_count.find("end\t2"), 5, "end\t3");
+  expect_error(bad_count, "counts 3 tiles");
+  std::string garbage = good;
+  garbage.insert(garbage.find("tile"), "bogus line\n");
+  expect_error(garbage, "unexpected 'bogus line'");
+  expect_error(good + "tile\tx\ty\n", "after the end line");
+  // a corrupt file on disk: read_tuning_cache names its path
+  const std::string path = temp_path("corrupt.tune");
+  std::ofstream(path) << good.substr(0, good.size() / 2);
+  try {
+    read_tuning_cache(path);
+    ADD_FAILURE() << "a truncated file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(TuningCache, ModelDigestFollowsTheContents) {
+  const Graph a = test::centerpoint_builder({41, 160, 160}, 5, 1).graph();
+  const Graph b = test::centerpoint_builder({41, 160, 160}, 5, 1).graph();
+  const Graph c = test::centerpoint_builder({41, 160, 160}, 5, 2).graph();  // other weights
+  EXPECT_EQ(model_digest(a), model_digest(b));
+  EXPECT_EQ(model_digest(a).size(), 16u);
+  EXPECT_NE(model_digest(a), model_digest(c));
+  Graph d = a;
+  d.source = "elsewhere.onnx";  // the file name is not the model
+  EXPECT_EQ(model_digest(a), model_digest(d));
+}
+
+}  // namespace
+}  // namespace scn
