@@ -11,7 +11,7 @@
 #include <new>
 #include <queue>
 
-#include "graph/analysis.h"
+#include "scn/inspect.h"
 #include "importers.h"
 #include "onnx.pb.h"
 #include "scn/onnx.h"
@@ -65,7 +65,7 @@ class GraphImporter {
     read_outputs(g);
     if (errors_.empty()) {
       try {
-        analyze_graph(builder_.graph());  // whole-graph checks, e.g. inverse conv rulebooks
+        kernel_map_plan(builder_.graph());  // whole-graph checks, e.g. inverse conv rulebooks
       } catch (const Error& e) {
         report(e.what());
       }

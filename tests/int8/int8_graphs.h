@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/int8_arith.h"
+#include "plan/int8_arith.h"
 #include "backends/cpu/int8_observer.h"
 #include "int8_reference.h"
 #include "test_helpers.h"

@@ -4,25 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
-#include "backends/cpu/int8_observer.h"
-#include "calibration.h"
 #include "centerpoint_graph.h"
-#include "onnx_writer.h"
 #include "cli/cli_runner.h"
+#include "onnx_writer.h"
+#include "scn/calibrate.h"
 #include "scn/onnx.h"
 #include "test_helpers.h"
 
 namespace {
 
 using namespace scn;
-using cli::AbsHistogram;
-using cli::CalibrationMethod;
-using cli::CalibrationOptions;
-using cli::Calibrator;
 
 TEST(Int8Calibration, HistogramGrowsExactly) {
   AbsHistogram h(64);
@@ -65,8 +61,8 @@ TEST(Int8Calibration, RangeMethods) {
   EXPECT_NEAR(h.percentile(50.0), 0.674, 0.02);
   EXPECT_NEAR(h.percentile(99.9), 3.29, 0.05);
   EXPECT_EQ(h.percentile(100.0), 40.0);
-  EXPECT_EQ(cli::parse_calibration_method("mse"), CalibrationMethod::Mse);
-  EXPECT_THROW(cli::parse_calibration_method("kl"), Error);
+  EXPECT_EQ(parse_calibration_method("mse"), CalibrationMethod::Mse);
+  EXPECT_THROW(parse_calibration_method("kl"), Error);
 }
 
 // small_centerpoint() with He-scaled weights (its fp16 test patterns overflow fp16 after a few
@@ -94,20 +90,17 @@ TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   EngineBuilder b = parse_onnx(src);
   const BuildOptions o = test::cpu_build_options(Precision::Fp32);
   auto e = b.build(o);
-  Calibrator cal(e->graph(), 512);
-  cpu::set_value_observer(*e, [&](const cpu::ObservedValue& v) { cal.observe(v); });
+  Calibrator cal(b, 512, 2);
   for (int k = 0; k < 3; ++k) {
     const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 100 + uint64_t(k));
-    e->set_input(0, in.features, in.indices, in.grid, 1);
-    e->forward();
+    cal.add_frame({in.features, in.indices, in.grid, 1, {}});
   }
-  cpu::set_value_observer(*e, {});
   EXPECT_EQ(cal.frames(), 3);
 
   CalibrationOptions co;
   co.method = CalibrationMethod::Absmax;
   co.keep_fp16_first = 1;
-  std::vector<cli::CalibrationRow> rows;
+  std::vector<CalibrationRow> rows;
   const auto q = cal.attributes(co, &rows);
   ASSERT_EQ(q.size(), 7u);  // conv0..conv4, add0, scatter0
   EXPECT_EQ(q.at("conv0").precision, Precision::Fp16);
@@ -166,6 +159,40 @@ TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("no node named 'conv99'"), std::string::npos) << err.what();
   }
+}
+
+// The in-memory plan (with_int8_attributes) is the written-and-reparsed one, bit for bit; the
+// evaluation of the public API reports the same output cosine as a hand computation.
+TEST(Int8Calibration, InMemoryPlanEqualsTheWrittenModel) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_mem.onnx");
+  Calibrator cal(parse_onnx(src), 512, 2);
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 300);
+  cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  CalibrationOptions co;
+  co.keep_fp16_first = 1;
+  const auto q = cal.attributes(co);
+  const std::string dst = test::temp_dir() + "/calib_mem.int8.onnx";
+  write_onnx_with_quant(src, dst, q);
+  BuildOptions i8 = test::cpu_build_options(Precision::Int8);
+  auto from_file = load_engine_from_onnx(dst, i8);
+  auto in_memory = with_int8_attributes(cal.model(), q).build(i8);
+  for (Engine* e : {from_file.get(), in_memory.get()}) {
+    e->set_input(0, in.features, in.indices, in.grid, 1);
+    e->forward();
+  }
+  const Tensor a = from_file->output(0), b = in_memory->output(0);
+  ASSERT_EQ(a.bytes(), b.bytes());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+  EXPECT_EQ(count_int8_nodes(in_memory->graph()).int8, 5);  // conv1..conv4, add0
+  EXPECT_EQ(count_int8_nodes(in_memory->graph()).total, 6);
+
+  const AccuracyReport rep = evaluate_int8(cal, q, {in.features, in.indices, in.grid, 1, {}}, true);
+  ASSERT_EQ(rep.outputs.size(), 1u);
+  EXPECT_GT(rep.outputs[0].cosine, 0.99);
+  EXPECT_LT(rep.outputs[0].cosine, 1.0);  // int8 is lossy here
+  EXPECT_EQ(rep.min_cosine, rep.outputs[0].cosine);
+  EXPECT_GE(rep.layers.size(), 6u);
+  EXPECT_THROW(with_int8_attributes(cal.model(), {{"conv77", QuantAttrs{}}}), Error);
 }
 
 // ---- the CLI ------------------------------------------------------------------------------------
@@ -237,7 +264,10 @@ test::ModelDef nuscenes_grid_model() {
     if (i == 4) c.kernel = {3, 1, 1}, c.stride = {2, 1, 1}, c.padding = {0, 0, 0};
     test::add_conv(m, c);
   }
-  m.nodes.push_back({"ScatterDense", "scatter0", {"5"}, {"6"},
+  m.nodes.push_back({"ScatterDense",
+                     "scatter0",
+                     {"5"},
+                     {"6"},
                      {test::attr_string("format", "zyx"), test::attr_ints("input_spatial_shape", {2, 180, 180}),
                       test::attr_ints("output_shape", {1, 8, 2, 180, 180})},
                      ""});

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <map>
 
-#include "backends/cpu/int8_arith.h"
+#include "plan/int8_arith.h"
 #include "backends/cpu/int8_observer.h"
-#include "backends/cpu/int8_plan.h"
+#include "plan/int8_plan.h"
 #include "centerpoint_graph.h"
 #include "int8_graphs.h"
 #include "int8_reference.h"

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "backends/cpu/int8_plan.h"
+#include "plan/int8_plan.h"
 #include "backends/cpu/kernel_map.h"
 
 namespace scn::cpu {

@@ -26,8 +26,8 @@
 #include <sstream>
 
 #include "backends/backend_factory.h"
-#include "backends/cpu/int8_arith.h"
-#include "backends/cpu/int8_plan.h"
+#include "plan/int8_arith.h"
+#include "plan/int8_plan.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
 #include "core/half.h"

@@ -1,10 +1,10 @@
-#include "backends/cpu/int8_plan.h"
+#include "plan/int8_plan.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
-#include "backends/cpu/int8_arith.h"
+#include "plan/int8_arith.h"
 #include "core/half.h"
 #include "scn/error.h"
 
