@@ -56,6 +56,10 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
   c->add_option("--threads", a.threads, "CPU threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  c->add_option("--min-cosine", a.min_cosine,
+                "Choose the fp16 layers by measured sensitivity so that the INT8 cosine vs FP32 on --eval is at "
+                "least this, keeping as much INT8 work as possible; fails when no plan reaches it")
+      ->check(CLI::Range(1e-6, 1.0));
   c->add_flag("--quiet", a.quiet, "No per-layer table");
   fr->excludes(sy);
   return c;
@@ -90,6 +94,29 @@ std::string absmax_text(const std::vector<double>& r) {
   return s.empty() ? "-" : s;
 }
 
+// The chosen plan as a Markdown table (pasted into docs/benchmarks.md) and one summary line.
+void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
+  int n8 = 0;
+  std::string fp16;
+  for (const PlanNode& n : p.nodes) {
+    n8 += n.int8;
+    if (!n.int8) fp16 += (fp16.empty() ? "" : ",") + n.node;
+  }
+  std::printf("plan        target cosine %s on %s (%d INT8 engines evaluated, %.1f s)\n\n",
+              fixed(a.min_cosine, 6).c_str(), a.eval[0].c_str(), p.evaluations, ms / 1000.0);
+  std::printf("| node | op | precision | sensitivity (1 - cosine, alone in int8) | MACs (dense kernel) |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const PlanNode& n : p.nodes)
+    std::printf("| %s | %s | %s | %s | %.3g |\n", n.node.c_str(), n.op.c_str(), n.int8 ? "int8" : "fp16",
+                n.sensitivity >= 0 ? fixed(n.sensitivity, 6).c_str() : "-", n.macs);
+  std::printf(
+      "\nplan        %d of %zu nodes int8 (%.1f %% of the MACs); cosine vs FP32: plan %.6f, all fp16 %.6f, "
+      "all int8 %.6f\n",
+      n8, p.nodes.size(), p.total_macs > 0 ? 100.0 * p.int8_macs / p.total_macs : 0.0, p.cosine, p.fp16_cosine,
+      p.all_int8_cosine);
+  std::printf("plan        fp16 nodes: %s\n", fp16.empty() ? "none" : fp16.c_str());
+}
+
 }  // namespace
 
 int run_calibrate(const CalibrateArgs& a) {
@@ -97,6 +124,9 @@ int run_calibrate(const CalibrateArgs& a) {
             "give calibration frames: --frame FEATURES INDICES (with --grid) or --synthetic N --frames K");
   SCN_CHECK(a.frames.empty() || !a.grid.empty(), "--frame needs --grid");
   SCN_CHECK(a.output != a.model, "--output must differ from the input model ", a.model);
+  SCN_CHECK(a.min_cosine <= 0 || a.eval.size() == 2, "--min-cosine needs an evaluation frame: --eval FEATURES INDICES");
+  SCN_CHECK(a.min_cosine <= 0 || (a.keep_fp16.empty() && a.keep_fp16_first == 0),
+            "--min-cosine chooses the fp16 layers itself; drop --keep-fp16 / --keep-fp16-first");
   const int64_t t_start = now_ns();
   EngineBuilder builder = parse_onnx(a.model);
   const Graph& graph = builder.graph();
@@ -141,6 +171,23 @@ int run_calibrate(const CalibrateArgs& a) {
   };
   const size_t num_frames = a.synthetic > 0 ? size_t(a.num_frames) : a.frames.size();
 
+  // The evaluation frame (--eval), loaded before the work starts so a bad path fails early.
+  CalibrationFrame ef;
+  if (!a.eval.empty()) {
+    SCN_CHECK(a.eval.size() == 2, "--eval takes FEATURES.tensor INDICES.tensor");
+    ef.features = Tensor::load(a.eval[0]);
+    ef.indices = Tensor::load(a.eval[1]);
+    if (!a.grid.empty())
+      ef.grid = parse_grid(a.grid);
+    else if (a.synthetic > 0) {
+      const auto gz = synth::grid_zyx(so);
+      ef.grid = order == "xyz" ? Int3{gz[2], gz[1], gz[0]} : Int3{gz[0], gz[1], gz[2]};
+    }
+    SCN_CHECK(ef.grid[0] > 0, "--eval needs --grid");
+    ef.labels.features = a.eval[0];
+    ef.labels.indices = a.eval[1];
+  }
+
   // Statistics from the float32 CPU engine.
   Calibrator cal(builder, a.bins, a.threads);
   for (size_t k = 0; k < num_frames; ++k) {
@@ -165,7 +212,23 @@ int run_calibrate(const CalibrateArgs& a) {
   co.keep_fp16_first = a.keep_fp16_first;
   co.int8_scatter = a.int8_scatter;
   std::vector<CalibrationRow> rows;
-  const std::map<std::string, QuantAttrs> quant = cal.attributes(co, &rows);
+  std::map<std::string, QuantAttrs> quant;
+  if (a.min_cosine > 0) {
+    // INT8 by target accuracy: the search chooses the fp16 nodes (--keep-fp16* do not apply).
+    PrecisionSearchOptions po;
+    po.min_cosine = a.min_cosine;
+    po.calibration = co;
+    const int64_t t0 = now_ns();
+    const PrecisionPlan plan = search_int8_plan(cal, {ef}, po);
+    print_plan(plan, a, ms_since(t0));
+    CalibrationOptions chosen = co;
+    chosen.explicit_int8 = true;
+    for (const PlanNode& n : plan.nodes)
+      if (n.int8) chosen.int8_nodes.insert(n.node);
+    quant = cal.attributes(chosen, &rows);
+  } else {
+    quant = cal.attributes(co, &rows);
+  }
 
   write_onnx_with_quant(a.model, a.output, quant);
   // The copy must import and build as an INT8 engine; otherwise it is removed.
@@ -206,23 +269,6 @@ int run_calibrate(const CalibrateArgs& a) {
   std::printf("wrote       %s (%.1f s)\n", a.output.c_str(), ms_since(t_start) / 1000.0);
 
   if (!a.eval.empty()) {
-    SCN_CHECK(a.eval.size() == 2, "--eval takes FEATURES.tensor INDICES.tensor");
-    Frame f;
-    f.features = Tensor::load(a.eval[0]);
-    f.indices = Tensor::load(a.eval[1]);
-    if (!a.grid.empty())
-      f.grid = parse_grid(a.grid);
-    else if (a.synthetic > 0) {
-      const auto gz = synth::grid_zyx(so);
-      f.grid = order == "xyz" ? Int3{gz[2], gz[1], gz[0]} : Int3{gz[0], gz[1], gz[2]};
-    }
-    SCN_CHECK(f.grid[0] > 0, "--eval needs --grid");
-    CalibrationFrame ef;
-    ef.features = f.features;
-    ef.indices = f.indices;
-    ef.grid = f.grid;
-    ef.labels.features = a.eval[0];
-    ef.labels.indices = a.eval[1];
     const AccuracyReport rep = evaluate_int8(cal, quant, ef, !a.quiet);
     if (!a.quiet) {
       Table t({"node", "output", "stored", "cosine vs fp32", "rel-L2 vs fp32"});
