@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "scn/file_io.h"
 #include "scn/inspect.h"
 
 namespace scn::cli {
@@ -180,24 +181,7 @@ std::vector<std::string> OutputSet::commit() {
   return written;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SCN_CHECK(f.good(), path, ": cannot open for writing");
-    f << text;
-    f.flush();
-    if (!f.good()) {
-      f.close();
-      std::remove(tmp.c_str());
-      SCN_FAIL(path, ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot rename the written file into place");
-  }
-}
+void write_text_file(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 std::string indices_path_for(const std::string& p) {
   const std::string ext = ".tensor";
