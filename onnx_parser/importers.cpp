@@ -12,19 +12,11 @@
 
 namespace scn::onnx_import {
 
-namespace {
-
-std::string node_where(const std::string& file, const std::string& name, const std::string& op) {
-  return detail::concat(file, ": node '", name, "' (", op, ")");
-}
-
-}  // namespace
-
 NodeImport::NodeImport(ImportContext& ctx, const onnx::NodeProto& node, std::string name)
     : ctx_(ctx),
       node_(node),
       name_(std::move(name)),
-      where_(node_where(ctx.file, name_, node.op_type())),
+      where_{ctx.file, name_, node.op_type(), "", ""},
       attrs_(node, where_) {}
 
 const std::string& NodeImport::op_type() const { return node_.op_type(); }

@@ -41,7 +41,7 @@ class NodeImport {
   const onnx::NodeProto& node() const { return node_; }
   const std::string& name() const { return name_; }
   /// "<file>: node '<name>' (<op_type>)"
-  const std::string& where() const { return where_; }
+  const ErrorContext& where() const { return where_; }
   const OnnxAttrs& attrs() const { return attrs_; }
   const std::string& op_type() const;
   const std::string& output() const;  ///< the node's (single) output name
@@ -59,14 +59,14 @@ class NodeImport {
 
   template <typename... Args>
   [[noreturn]] void fail(const Args&... args) const {
-    throw Error(detail::concat(where_, ": ", args...));
+    throw Error(where_, detail::concat(": ", args...));
   }
 
  private:
   ImportContext& ctx_;
   const onnx::NodeProto& node_;
   std::string name_;
-  std::string where_;
+  ErrorContext where_;
   OnnxAttrs attrs_;
 };
 

@@ -91,7 +91,7 @@ std::string attribute_text(const AttributeProto& a) {
   }
 }
 
-OnnxAttrs::OnnxAttrs(const onnx::NodeProto& node, std::string where)
+OnnxAttrs::OnnxAttrs(const onnx::NodeProto& node, ErrorContext where)
     : node_(node), where_(std::move(where)) {
   std::set<std::string> seen;
   for (const AttributeProto& a : node_.attribute()) {
@@ -110,7 +110,7 @@ const AttributeProto* OnnxAttrs::find(const std::string& name) const {
 bool OnnxAttrs::has(const std::string& name) const { return find(name) != nullptr; }
 
 void OnnxAttrs::fail(const std::string& name, const std::string& what) const {
-  throw Error(detail::concat(where_, ": attribute '", name, "': ", what));
+  throw Error(where_.with_attribute(name), ": " + what);
 }
 
 const AttributeProto& OnnxAttrs::require(const std::string& name) const {

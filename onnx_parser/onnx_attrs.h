@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "scn/error.h"
 #include "scn/types.h"
 
 namespace onnx {
@@ -23,7 +24,7 @@ class OnnxAttrs {
 
   /// `where` is the message prefix of the node: "<file>: node '<name>' (<op>)". Throws when an
   /// attribute name appears twice.
-  OnnxAttrs(const onnx::NodeProto& node, std::string where);
+  OnnxAttrs(const onnx::NodeProto& node, ErrorContext where);
 
   bool has(const std::string& name) const;
 
@@ -56,7 +57,7 @@ class OnnxAttrs {
 
   /// Throws "<where>: attribute '<name>': <what>".
   [[noreturn]] void fail(const std::string& name, const std::string& what) const;
-  const std::string& where() const { return where_; }
+  const ErrorContext& where() const { return where_; }
 
  private:
   const onnx::AttributeProto* find(const std::string& name) const;
@@ -66,7 +67,7 @@ class OnnxAttrs {
   void expect_type(const onnx::AttributeProto& a, int type) const;
 
   const onnx::NodeProto& node_;
-  std::string where_;
+  ErrorContext where_;
   mutable std::set<std::string> used_;
 };
 

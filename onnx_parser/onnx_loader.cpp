@@ -11,7 +11,7 @@
 #include <new>
 #include <queue>
 
-#include "graph/analysis.h"
+#include "scn/inspect.h"
 #include "importers.h"
 #include "onnx.pb.h"
 #include "scn/onnx.h"
@@ -67,7 +67,7 @@ class GraphImporter {
       try {
         builder_.check_graph();  // whole-graph checks, e.g. inverse conv rulebooks (kept for build())
       } catch (const Error& e) {
-        report(e.what());
+        report(e);
       }
     }
   }
@@ -76,14 +76,16 @@ class GraphImporter {
   const EngineBuilder& builder() const { return builder_; }
 
   /// Records an error (collecting) or throws it.
-  void report(const std::string& msg) {
-    if (!collect_) throw Error(msg);
-    errors_.push_back(msg);
+  void report(const std::string& msg) { report(Error(msg)); }
+  /// Keeps the error's parts (file, node, op, attribute) when it is thrown.
+  void report(const Error& e) {
+    if (!collect_) throw e;
+    errors_.push_back(e.what());
   }
 
  private:
-  std::string where(const onnx::NodeProto& node, int i) const {
-    return detail::concat(ctx_.file, ": node '", names_[size_t(i)], "' (", node.op_type(), ")");
+  ErrorContext where(const onnx::NodeProto& node, int i) const {
+    return {ctx_.file, names_[size_t(i)], node.op_type(), "", ""};
   }
 
   void mark_failed(const onnx::NodeProto& node, const std::string& reason) {
@@ -148,7 +150,7 @@ class GraphImporter {
                                       : "nothing");
       ctx_.values[vi.name()] = builder_.push_input(vi.name(), int32_t(cin.dim_value()));
     } catch (const Error& e) {
-      report(e.what());
+      report(e);
       ctx_.failed.emplace(vi.name(), "the graph input is invalid");
     }
   }
@@ -287,7 +289,9 @@ class GraphImporter {
       for (const auto& kv : n.attrs().unused()) builder_.annotate_last(kv.first, kv.second);
       return;
     } catch (const Error& e) {
-      error = e.what();
+      mark_failed(node, failed_reason);
+      report(e);
+      return;
     } catch (const std::bad_alloc&) {
       error = detail::concat(where(node, i), ": out of memory");
     } catch (const std::exception& e) {
@@ -306,7 +310,7 @@ class GraphImporter {
         try {
           builder_.push_output(v->second);
         } catch (const Error& e) {
-          report(e.what());
+          report(e);
         }
       } else if (ctx_.failed.count(s)) {
         report(detail::concat(ctx_.file, ": graph output '", s, "' was not produced (",
@@ -368,7 +372,7 @@ OnnxReport inspect_onnx(const std::string& path) {
   try {
     importer.run(model.graph());
   } catch (const Error& e) {  // not expected: collecting mode records instead of throwing
-    importer.report(e.what());
+    importer.report(e);
   } catch (const std::exception& e) {
     importer.report(detail::concat(path, ": ", e.what()));
   }

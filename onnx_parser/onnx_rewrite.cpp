@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "onnx.pb.h"
+#include "scn/file_io.h"
 #include "scn/onnx.h"
 
 namespace scn {
@@ -54,7 +55,7 @@ void remove_attribute(onnx::NodeProto& node, const std::string& name) {
     if (attrs->Get(i).name() == name) attrs->DeleteSubrange(i, 1);
 }
 
-void set_precision(onnx::NodeProto& node, const std::string& name, Precision p, const std::string& where) {
+void set_precision(onnx::NodeProto& node, const std::string& name, Precision p, const ErrorContext& where) {
   SCN_CHECK(p == Precision::Fp16 || p == Precision::Int8, where, ": attribute '", name,
             "' can only be fp16 or int8 in an ONNX file, not ", precision_name(p));
   onnx::AttributeProto& a = attribute(node, name);
@@ -63,24 +64,24 @@ void set_precision(onnx::NodeProto& node, const std::string& name, Precision p, 
 }
 
 /// A range < 0 removes the attribute (absent); otherwise it must be positive and finite.
-void set_range(onnx::NodeProto& node, const std::string& name, float r, const std::string& where) {
+void set_range(onnx::NodeProto& node, const std::string& name, float r, const ErrorContext& where) {
   if (r < 0.f && !std::isnan(r)) {
     remove_attribute(node, name);
     return;
   }
-  SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute '", name, "' must be a positive finite range, got ", r);
+  SCN_CHECK(std::isfinite(r) && r > 0.f, where.with_attribute(name), " must be a positive finite range, got ", r);
   onnx::AttributeProto& a = attribute(node, name);
   a.set_type(onnx::AttributeProto::FLOAT);
   a.set_f(r);
 }
 
-void set_ranges(onnx::NodeProto& node, const std::string& name, const std::vector<float>& r, const std::string& where) {
+void set_ranges(onnx::NodeProto& node, const std::string& name, const std::vector<float>& r, const ErrorContext& where) {
   if (r.empty()) {
     remove_attribute(node, name);
     return;
   }
   for (size_t i = 0; i < r.size(); ++i)
-    SCN_CHECK(std::isfinite(r[i]) && r[i] > 0.f, where, ": attribute '", name, "'[", i,
+    SCN_CHECK(std::isfinite(r[i]) && r[i] > 0.f, where.with_attribute(name), "[", i,
               "] must be a positive finite range, got ", r[i]);
   onnx::AttributeProto& a = attribute(node, name);
   a.set_type(onnx::AttributeProto::FLOATS);
@@ -91,42 +92,6 @@ std::string node_name(const onnx::NodeProto& n, int i) {
   if (!n.name().empty()) return n.name();
   if (n.output_size() > 0 && !n.output(0).empty()) return "node_of_" + n.output(0);
   return detail::concat("node_", i);
-}
-
-void write_atomically(const std::string& dst, const std::string& bytes) {
-  const std::string tmp = dst + ".partial";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  SCN_CHECK(fd >= 0, dst, ": cannot open for writing (", std::strerror(errno), ")");
-  size_t done = 0;
-  bool ok = true;
-  int err = 0;
-  while (ok && done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      ok = false;
-      err = errno;
-      break;
-    }
-    done += size_t(w);
-  }
-  if (ok && ::fsync(fd) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(dst, ": write failed (", std::strerror(err), ")");
-  }
-  if (std::rename(tmp.c_str(), dst.c_str()) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    SCN_FAIL(dst, ": cannot rename the written file into place (", std::strerror(err), ")");
-  }
 }
 
 }  // namespace
@@ -147,7 +112,7 @@ void write_onnx_with_quant(const std::string& src, const std::string& dst,
     const auto it = quant.find(name);
     if (it == quant.end()) continue;
     const QuantAttrs& q = it->second;
-    const std::string where = detail::concat(src, ": node '", name, "' (", node.op_type(), ")");
+    const ErrorContext where{src, name, node.op_type(), "", ""};
     const std::string& op = node.op_type();
     if (op == "SparseConvolution") {
       set_precision(node, "precision", q.precision, where);
@@ -170,7 +135,7 @@ void write_onnx_with_quant(const std::string& src, const std::string& dst,
     SCN_CHECK(done.count(kv.first), src, ": no node named '", kv.first, "' to set INT8 attributes on");
   std::string out;
   SCN_CHECK(model.SerializeToString(&out), dst, ": cannot serialize the model");
-  write_atomically(dst, out);
+  write_file_atomic(dst, out);
 }
 
 }  // namespace scn

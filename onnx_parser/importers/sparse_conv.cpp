@@ -16,7 +16,7 @@
 #include <cmath>
 #include <limits>
 
-#include "graph/analysis.h"
+#include "scn/inspect.h"
 #include "importers.h"
 #include "onnx.pb.h"
 
@@ -117,7 +117,7 @@ void check_validation_attrs(NodeImport& n, const ConvAttrs& c, const Tensor& wei
   // An inverse conv's output shape is its rulebook conv's input shape, known only to the graph.
   if (has_in && has_out && !c.inverse) {
     const std::array<int64_t, 3> want =
-        c.subm ? std::array<int64_t, 3>{in[0], in[1], in[2]} : conv_output_shape_wide(in, c);
+        c.subm ? std::array<int64_t, 3>{in[0], in[1], in[2]} : conv_output_extent(in, c);
     if (want != std::array<int64_t, 3>{out[0], out[1], out[2]})
       a.fail("output_spatial_shape",
              detail::concat(int3_string(out), " disagrees with ", want[0], "x", want[1], "x", want[2],

@@ -404,6 +404,10 @@ TEST_F(Cli, InspectListsNodesAndTheKernelMapPlan) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   // conv0..conv2 share one submanifold map.
   EXPECT_NE(r.out.find("3: conv0,conv1,conv2"), std::string::npos) << r.out;
+  // The input the model expects: index order and grid (from conv0's input_spatial_shape).
+  EXPECT_NE(r.out.find("order    zyx (indices: batch, then the grid axes in this order"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("grid     9x8x8 (zyx, from the input_spatial_shape of node 'conv0'"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, InspectReportsEveryValidationError) {

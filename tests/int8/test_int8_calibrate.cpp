@@ -4,25 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
-#include "backends/cpu/int8_observer.h"
-#include "calibration.h"
 #include "centerpoint_graph.h"
-#include "onnx_writer.h"
 #include "cli/cli_runner.h"
+#include "onnx_writer.h"
+#include "scn/calibrate.h"
 #include "scn/onnx.h"
 #include "test_helpers.h"
 
 namespace {
 
 using namespace scn;
-using cli::AbsHistogram;
-using cli::CalibrationMethod;
-using cli::CalibrationOptions;
-using cli::Calibrator;
 
 TEST(Int8Calibration, HistogramGrowsExactly) {
   AbsHistogram h(64);
@@ -65,8 +61,8 @@ TEST(Int8Calibration, RangeMethods) {
   EXPECT_NEAR(h.percentile(50.0), 0.674, 0.02);
   EXPECT_NEAR(h.percentile(99.9), 3.29, 0.05);
   EXPECT_EQ(h.percentile(100.0), 40.0);
-  EXPECT_EQ(cli::parse_calibration_method("mse"), CalibrationMethod::Mse);
-  EXPECT_THROW(cli::parse_calibration_method("kl"), Error);
+  EXPECT_EQ(parse_calibration_method("mse"), CalibrationMethod::Mse);
+  EXPECT_THROW(parse_calibration_method("kl"), Error);
 }
 
 // small_centerpoint() with He-scaled weights (its fp16 test patterns overflow fp16 after a few
@@ -94,20 +90,17 @@ TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   EngineBuilder b = parse_onnx(src);
   const BuildOptions o = test::cpu_build_options(Precision::Fp32);
   auto e = b.build(o);
-  Calibrator cal(e->graph(), 512);
-  cpu::set_value_observer(*e, [&](const cpu::ObservedValue& v) { cal.observe(v); });
+  Calibrator cal(b, 512, 2);
   for (int k = 0; k < 3; ++k) {
     const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 100 + uint64_t(k));
-    e->set_input(0, in.features, in.indices, in.grid, 1);
-    e->forward();
+    cal.add_frame({in.features, in.indices, in.grid, 1, {}});
   }
-  cpu::set_value_observer(*e, {});
   EXPECT_EQ(cal.frames(), 3);
 
   CalibrationOptions co;
   co.method = CalibrationMethod::Absmax;
   co.keep_fp16_first = 1;
-  std::vector<cli::CalibrationRow> rows;
+  std::vector<CalibrationRow> rows;
   const auto q = cal.attributes(co, &rows);
   ASSERT_EQ(q.size(), 7u);  // conv0..conv4, add0, scatter0
   EXPECT_EQ(q.at("conv0").precision, Precision::Fp16);
@@ -168,6 +161,93 @@ TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   }
 }
 
+// The in-memory plan (with_int8_attributes) is the written-and-reparsed one, bit for bit; the
+// evaluation of the public API reports the same output cosine as a hand computation.
+TEST(Int8Calibration, InMemoryPlanEqualsTheWrittenModel) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_mem.onnx");
+  Calibrator cal(parse_onnx(src), 512, 2);
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 300);
+  cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  CalibrationOptions co;
+  co.keep_fp16_first = 1;
+  const auto q = cal.attributes(co);
+  const std::string dst = test::temp_dir() + "/calib_mem.int8.onnx";
+  write_onnx_with_quant(src, dst, q);
+  BuildOptions i8 = test::cpu_build_options(Precision::Int8);
+  auto from_file = load_engine_from_onnx(dst, i8);
+  auto in_memory = with_int8_attributes(cal.model(), q).build(i8);
+  for (Engine* e : {from_file.get(), in_memory.get()}) {
+    e->set_input(0, in.features, in.indices, in.grid, 1);
+    e->forward();
+  }
+  const Tensor a = from_file->output(0), b = in_memory->output(0);
+  ASSERT_EQ(a.bytes(), b.bytes());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+  EXPECT_EQ(count_int8_nodes(in_memory->graph()).int8, 5);  // conv1..conv4, add0
+  EXPECT_EQ(count_int8_nodes(in_memory->graph()).total, 6);
+
+  const AccuracyReport rep = evaluate_int8(cal, q, {in.features, in.indices, in.grid, 1, {}}, true);
+  ASSERT_EQ(rep.outputs.size(), 1u);
+  EXPECT_GT(rep.outputs[0].cosine, 0.99);
+  EXPECT_LT(rep.outputs[0].cosine, 1.0);  // int8 is lossy here
+  EXPECT_EQ(rep.min_cosine, rep.outputs[0].cosine);
+  EXPECT_GE(rep.layers.size(), 6u);
+  EXPECT_THROW(with_int8_attributes(cal.model(), {{"conv77", QuantAttrs{}}}), Error);
+}
+
+// INT8 by target accuracy on the small CenterPoint: the chosen plan meets the bound on the eval
+// frame (checked again by an independent evaluation of the attributes it returns), a looser bound
+// keeps at least as many int8 nodes as a tighter one, and a bound no plan reaches is an error.
+TEST(Int8Calibration, SearchMeetsTheTargetCosine) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_search.onnx");
+  Calibrator cal(parse_onnx(src), 512, 2);
+  for (int k = 0; k < 2; ++k) {
+    const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 400 + uint64_t(k));
+    cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  }
+  const test::SparseInput ev = test::random_input(150, 5, {9, 8, 8}, 1, 450);
+  const std::vector<CalibrationFrame> frames = {{ev.features, ev.indices, ev.grid, 1, {}}};
+  auto int8_count = [](const PrecisionPlan& p) {
+    int n = 0;
+    for (const PlanNode& x : p.nodes) n += x.int8;
+    return n;
+  };
+  PrecisionSearchOptions po;
+  po.min_cosine = 0.5;  // every plan meets it: all int8
+  const PrecisionPlan loose = search_int8_plan(cal, frames, po);
+  ASSERT_EQ(loose.nodes.size(), 6u);  // conv0..conv4, add0
+  EXPECT_EQ(int8_count(loose), 6);
+  EXPECT_EQ(loose.cosine, loose.all_int8_cosine);
+  EXPECT_EQ(loose.int8_macs, loose.total_macs);
+  // int8 is lossy on this model, fp16 nearly exact: bounds in between force fp16 nodes.
+  ASSERT_LT(loose.all_int8_cosine, loose.fp16_cosine - 1e-4) << loose.all_int8_cosine << " " << loose.fp16_cosine;
+  int previous = int8_count(loose);
+  for (double f : {0.3, 0.6, 0.9}) {
+    po.min_cosine = loose.all_int8_cosine + f * (loose.fp16_cosine - loose.all_int8_cosine);
+    const PrecisionPlan p = search_int8_plan(cal, frames, po);
+    EXPECT_GE(p.cosine, po.min_cosine);
+    const AccuracyReport rep = evaluate_int8(cal, p.attributes, frames[0]);
+    EXPECT_EQ(rep.min_cosine, p.cosine);  // the attributes are the plan that was measured
+    EXPECT_GE(rep.min_cosine, po.min_cosine) << "bound " << po.min_cosine;
+    EXPECT_LT(int8_count(p), 6);
+    EXPECT_LE(int8_count(p), previous) << "a tighter bound kept more int8 nodes";
+    previous = int8_count(p);
+    for (const PlanNode& n : p.nodes) {
+      EXPECT_GE(n.sensitivity, 0.0) << n.node;
+      EXPECT_GT(n.macs, 0.0) << n.node;
+      EXPECT_EQ(p.attributes.at(n.node).precision, n.int8 ? Precision::Int8 : Precision::Fp16) << n.node;
+    }
+  }
+  po.min_cosine = 1.0;  // fp16 alone is lossy: no plan reaches it
+  try {
+    search_int8_plan(cal, frames, po);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no INT8 plan reaches cosine 1.000000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("every node in fp16"), std::string::npos) << e.what();
+  }
+}
+
 // ---- the CLI ------------------------------------------------------------------------------------
 
 using Result = test::CliResult;
@@ -202,7 +282,16 @@ TEST(Int8CalibrateCli, RoundTrip) {
               "/i1.tensor --grid 9x8x8 --precision int8 --device cpu --output " + dir + "/y.tensor");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("precision int8"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("5 of 6 SparseConvolution / Add nodes run int8"), std::string::npos) << r.err;
   EXPECT_EQ(Tensor::load(dir + "/y.tensor").dtype(), DType::Float16);
+  // The uncalibrated model in an int8 engine runs fp16 everywhere: said on stderr.
+  r = scn_cli("run " + model + " --features " + dir + "/f1.tensor --indices " + dir +
+              "/i1.tensor --grid 9x8x8 --precision int8 --device cpu");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("no node carries INT8 attributes"), std::string::npos) << r.err;
+  r = scn_cli("run " + model + " --features " + dir + "/f1.tensor --indices " + dir +
+              "/i1.tensor --grid 9x8x8 --precision fp16 --device cpu");
+  EXPECT_EQ(r.err.find("INT8"), std::string::npos) << r.err;
 
   // Errors: an unknown --keep-fp16 name (no file written), no frames, the output over the input.
   const std::string bad = dir + "/bad.onnx";
@@ -218,6 +307,47 @@ TEST(Int8CalibrateCli, RoundTrip) {
   r = scn_cli("calibrate " + model + " -o " + bad + frames);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--grid"), std::string::npos) << r.err;
+}
+
+// `--min-cosine` prints the chosen plan as a Markdown table and writes it; an unreachable bound fails
+// and writes nothing; a plain run with a poor --eval cosine warns.
+TEST(Int8CalibrateCli, MinCosineAndPoorAccuracyWarning) {
+  const std::string dir = test::temp_dir();
+  const std::string model = test::write_model(sane_small_centerpoint(), "cli_mincos.onnx");
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 500);
+  in.features.save(dir + "/mf.tensor");
+  in.indices.save(dir + "/mi.tensor");
+  const std::string frame = " --frame " + dir + "/mf.tensor " + dir + "/mi.tensor --grid 9x8x8 --threads 2";
+  const std::string eval = " --eval " + dir + "/mf.tensor " + dir + "/mi.tensor";
+  const std::string out = dir + "/cli_mincos.int8.onnx";
+  Result r = scn_cli("calibrate " + model + " -o " + out + frame + eval + " --min-cosine 0.999 --quiet");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* s : {"| node | op | precision | sensitivity", "| conv0 | SparseConvolution |", "plan        ",
+                        "cosine vs FP32: plan ", "fp16 nodes: "})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  const size_t at = r.out.find("cosine vs FP32: plan ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stod(r.out.substr(at + 21)), 0.999) << r.out;
+  const size_t ev = r.out.find("INT8 vs FP32 cosine ");
+  ASSERT_NE(ev, std::string::npos) << r.out;
+  EXPECT_GE(std::stod(r.out.substr(ev + 20)), 0.999) << r.out;  // the written model, evaluated again
+
+  const std::string bad = dir + "/cli_mincos_bad.onnx";
+  r = scn_cli("calibrate " + model + " -o " + bad + frame + eval + " --min-cosine 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.err.find("no INT8 plan reaches cosine 1.000000"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(bad).good());
+  r = scn_cli("calibrate " + model + " -o " + bad + frame + " --min-cosine 0.99");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--min-cosine needs an evaluation frame"), std::string::npos) << r.err;
+
+  // Clipping at the median of |x| ruins the ranges: the plain run succeeds but warns.
+  r = scn_cli("calibrate " + model + " -o " + out + frame + eval + " --method percentile --percentile 50 --quiet");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the INT8 model's cosine vs FP32"), std::string::npos) << r.out << r.err;
+  r = scn_cli("calibrate " + model + " -o " + out + frame + eval + " --quiet --keep-fp16-first 5");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
 // A 5-conv model on the nuScenes grid 41 x 1440 x 1440 (three downsamplings to 2 x 180 x 180, like
@@ -237,7 +367,10 @@ test::ModelDef nuscenes_grid_model() {
     if (i == 4) c.kernel = {3, 1, 1}, c.stride = {2, 1, 1}, c.padding = {0, 0, 0};
     test::add_conv(m, c);
   }
-  m.nodes.push_back({"ScatterDense", "scatter0", {"5"}, {"6"},
+  m.nodes.push_back({"ScatterDense",
+                     "scatter0",
+                     {"5"},
+                     {"6"},
                      {test::attr_string("format", "zyx"), test::attr_ints("input_spatial_shape", {2, 180, 180}),
                       test::attr_ints("output_shape", {1, 8, 2, 180, 180})},
                      ""});

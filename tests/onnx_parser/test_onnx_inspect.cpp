@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "onnx_parser/parser_test_util.h"
+#include "scn/inspect.h"
 #include "scn/onnx.h"
 
 namespace scn::test {
@@ -29,6 +30,28 @@ TEST(OnnxInspect, ValidFileHasNoErrors) {
   EXPECT_EQ(r.partial->graph().nodes.size(), 10u);
 }
 
+// The input a model expects (scn inspect prints it): the order from the ScatterDense format, the grid
+// from the input_spatial_shape of the conv reading the input; a model stating neither says so.
+TEST(OnnxInspect, ExpectedInputLayout) {
+  ModelDef m = small_centerpoint();
+  InputLayout l = expected_input(parse_onnx(write_model(m, test_file_name())).graph());
+  EXPECT_EQ(l.order, "zyx");
+  EXPECT_TRUE(l.order_stated);
+  EXPECT_EQ(l.grid, (Int3{9, 8, 8}));
+  EXPECT_EQ(l.grid_node, "conv0");
+  m.node("scatter0").set(attr_string("format", "xyz"));
+  m.node("conv0").erase("input_spatial_shape");
+  l = expected_input(parse_onnx(write_model(m, "layout_xyz.onnx")).graph());
+  EXPECT_EQ(l.order, "xyz");
+  EXPECT_EQ(l.grid, (Int3{0, 0, 0}));
+  EXPECT_TRUE(l.grid_node.empty());
+  // The kernel-map plan through the public API: conv0..conv2 share one submanifold map.
+  const KernelMapPlan p = kernel_map_plan(parse_onnx(write_model(small_centerpoint(), "plan.onnx")).graph());
+  ASSERT_EQ(p.maps.size(), 3u);  // subm (conv0-2), strided conv3, strided conv4
+  EXPECT_EQ(p.maps[0].kind, "subm");
+  EXPECT_EQ(p.maps[0].nodes.size(), 3u);
+}
+
 TEST(OnnxInspect, CollectsErrorsOfTwoBadNodes) {
   ModelDef m = small_centerpoint();
   m.node("conv1").set(attr_int("transposed", 1));
@@ -37,11 +60,9 @@ TEST(OnnxInspect, CollectsErrorsOfTwoBadNodes) {
   const OnnxReport r = inspect_onnx(write_model(m, test_file_name()));
   EXPECT_GE(r.errors.size(), 2u);
   EXPECT_EQ(count_with(r.errors, "node 'conv1'", "attribute 'transposed'"), 1) << joined(r.errors);
-  EXPECT_EQ(count_with(r.errors, "node 'weird0'", "unknown op type 'HardSwish'"), 1)
-      << joined(r.errors);
+  EXPECT_EQ(count_with(r.errors, "node 'weird0'", "unknown op type 'HardSwish'"), 1) << joined(r.errors);
   // conv2 reads conv1's output: reported as not produced, naming the node that failed.
-  EXPECT_EQ(count_with(r.errors, "node 'conv2'", "input '2' was not produced (node 'conv1'"), 1)
-      << joined(r.errors);
+  EXPECT_EQ(count_with(r.errors, "node 'conv2'", "input '2' was not produced (node 'conv1'"), 1) << joined(r.errors);
   EXPECT_EQ(count_with(r.errors, "graph output '9'", "not produced"), 1) << joined(r.errors);
   for (const std::string& e : r.errors) EXPECT_NE(e.find(test_file_name()), std::string::npos) << e;
   EXPECT_EQ(r.builder, nullptr);

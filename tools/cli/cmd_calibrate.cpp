@@ -9,10 +9,11 @@
 #include <cstdio>
 #include <sstream>
 
-#include "calibration.h"
 #include "commands.h"
 #include "common.h"
 #include "compare.h"
+#include "scn/calibrate.h"
+#include "scn/inspect.h"
 #include "scn/onnx.h"
 #include "synthetic_frame.h"
 
@@ -41,7 +42,9 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
   c->add_option("--percentile", a.percentile, "Percentile of |x| for --method percentile")
       ->capture_default_str()
       ->check(CLI::Range(50.0, 100.0));
-  c->add_option("--bins", a.bins, "Histogram bins per activation")->capture_default_str()->check(CLI::Range(16, 1 << 20));
+  c->add_option("--bins", a.bins, "Histogram bins per activation")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 20));
   c->add_option("--keep-fp16", a.keep_fp16, "Comma-separated SparseConvolution / Add node names that stay fp16");
   c->add_option("--keep-fp16-first", a.keep_fp16_first, "The first N SparseConvolution nodes stay fp16")
       ->capture_default_str()
@@ -50,7 +53,13 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
               "Let the layer feeding ScatterDense store int8 (default: fp16, which keeps the output more exact)");
   c->add_option("--eval", a.eval, "After writing, compare INT8 with FP32 on this frame: FEATURES.tensor INDICES.tensor")
       ->expected(2);
-  c->add_option("--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 4096));
+  c->add_option("--threads", a.threads, "CPU threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  c->add_option("--min-cosine", a.min_cosine,
+                "Choose the fp16 layers by measured sensitivity so that the INT8 cosine vs FP32 on --eval is at "
+                "least this, keeping as much INT8 work as possible; fails when no plan reaches it")
+      ->check(CLI::Range(1e-6, 1.0));
   c->add_flag("--quiet", a.quiet, "No per-layer table");
   fr->excludes(sy);
   return c;
@@ -73,11 +82,6 @@ std::vector<std::string> split_names(const std::string& s) {
   return out;
 }
 
-struct LayerError {
-  bool seen = false, int8 = false;
-  double cosine = 1, rel_l2 = 0;
-};
-
 std::string range_text(const std::vector<float>& r) {
   std::string s;
   for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + fixed(r[i], 4);
@@ -90,6 +94,29 @@ std::string absmax_text(const std::vector<double>& r) {
   return s.empty() ? "-" : s;
 }
 
+// The chosen plan as a Markdown table (pasted into docs/benchmarks.md) and one summary line.
+void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
+  int n8 = 0;
+  std::string fp16;
+  for (const PlanNode& n : p.nodes) {
+    n8 += n.int8;
+    if (!n.int8) fp16 += (fp16.empty() ? "" : ",") + n.node;
+  }
+  std::printf("plan        target cosine %s on %s (%d INT8 engines evaluated, %.1f s)\n\n",
+              fixed(a.min_cosine, 6).c_str(), a.eval[0].c_str(), p.evaluations, ms / 1000.0);
+  std::printf("| node | op | precision | sensitivity (1 - cosine, alone in int8) | MACs (dense kernel) |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const PlanNode& n : p.nodes)
+    std::printf("| %s | %s | %s | %s | %.3g |\n", n.node.c_str(), n.op.c_str(), n.int8 ? "int8" : "fp16",
+                n.sensitivity >= 0 ? fixed(n.sensitivity, 6).c_str() : "-", n.macs);
+  std::printf(
+      "\nplan        %d of %zu nodes int8 (%.1f %% of the MACs); cosine vs FP32: plan %.6f, all fp16 %.6f, "
+      "all int8 %.6f\n",
+      n8, p.nodes.size(), p.total_macs > 0 ? 100.0 * p.int8_macs / p.total_macs : 0.0, p.cosine, p.fp16_cosine,
+      p.all_int8_cosine);
+  std::printf("plan        fp16 nodes: %s\n", fp16.empty() ? "none" : fp16.c_str());
+}
+
 }  // namespace
 
 int run_calibrate(const CalibrateArgs& a) {
@@ -97,12 +124,15 @@ int run_calibrate(const CalibrateArgs& a) {
             "give calibration frames: --frame FEATURES INDICES (with --grid) or --synthetic N --frames K");
   SCN_CHECK(a.frames.empty() || !a.grid.empty(), "--frame needs --grid");
   SCN_CHECK(a.output != a.model, "--output must differ from the input model ", a.model);
+  SCN_CHECK(a.min_cosine <= 0 || a.eval.size() == 2, "--min-cosine needs an evaluation frame: --eval FEATURES INDICES");
+  SCN_CHECK(a.min_cosine <= 0 || (a.keep_fp16.empty() && a.keep_fp16_first == 0),
+            "--min-cosine chooses the fp16 layers itself; drop --keep-fp16 / --keep-fp16-first");
   const int64_t t_start = now_ns();
   EngineBuilder builder = parse_onnx(a.model);
   const Graph& graph = builder.graph();
   SCN_CHECK(graph.inputs.size() == 1, a.model, ": the model has ", graph.inputs.size(),
             " inputs; scn calibrate binds exactly one");
-  const std::string order = model_index_order(graph);
+  const std::string order = expected_input(graph).order;
   const int32_t channels = graph.values[size_t(graph.inputs[0])].channels;
 
   // Frames.
@@ -116,7 +146,8 @@ int run_calibrate(const CalibrateArgs& a) {
     so.order = order == "xyz" ? synth::IndexOrder::Xyz : synth::IndexOrder::Zyx;
     if (!a.grid.empty()) {
       const Int3 gr = parse_grid(a.grid);
-      so.grid_zyx = order == "xyz" ? std::array<int32_t, 3>{gr[2], gr[1], gr[0]} : std::array<int32_t, 3>{gr[0], gr[1], gr[2]};
+      so.grid_zyx =
+          order == "xyz" ? std::array<int32_t, 3>{gr[2], gr[1], gr[0]} : std::array<int32_t, 3>{gr[0], gr[1], gr[2]};
     }
   }
   auto frame = [&](size_t k) {
@@ -140,27 +171,39 @@ int run_calibrate(const CalibrateArgs& a) {
   };
   const size_t num_frames = a.synthetic > 0 ? size_t(a.num_frames) : a.frames.size();
 
+  // The evaluation frame (--eval), loaded before the work starts so a bad path fails early.
+  CalibrationFrame ef;
+  if (!a.eval.empty()) {
+    SCN_CHECK(a.eval.size() == 2, "--eval takes FEATURES.tensor INDICES.tensor");
+    ef.features = Tensor::load(a.eval[0]);
+    ef.indices = Tensor::load(a.eval[1]);
+    if (!a.grid.empty())
+      ef.grid = parse_grid(a.grid);
+    else if (a.synthetic > 0) {
+      const auto gz = synth::grid_zyx(so);
+      ef.grid = order == "xyz" ? Int3{gz[2], gz[1], gz[0]} : Int3{gz[0], gz[1], gz[2]};
+    }
+    SCN_CHECK(ef.grid[0] > 0, "--eval needs --grid");
+    ef.labels.features = a.eval[0];
+    ef.labels.indices = a.eval[1];
+  }
+
   // Statistics from the float32 CPU engine.
-  BuildOptions fp32;
-  fp32.backend = Backend::Cpu;
-  fp32.precision = Precision::Fp32;
-  fp32.num_threads = a.threads;
-  std::unique_ptr<Engine> engine = builder.build(fp32);
-  Calibrator cal(engine->graph(), a.bins);
-  cpu::set_value_observer(*engine, [&](const cpu::ObservedValue& v) { cal.observe(v); });
+  Calibrator cal(builder, a.bins, a.threads);
   for (size_t k = 0; k < num_frames; ++k) {
     const Frame f = frame(k);
-    InputLabels labels;
-    labels.features = f.label + " (features)";
-    labels.indices = f.label + " (indices)";
+    CalibrationFrame cf;
+    cf.features = f.features;
+    cf.indices = f.indices;
+    cf.grid = f.grid;
+    cf.labels.features = f.label + " (features)";
+    cf.labels.indices = f.label + " (indices)";
     const int64_t t0 = now_ns();
-    engine->set_input(0, f.features, f.indices, f.grid, 1, labels);
-    engine->forward();
+    cal.add_frame(cf);
     if (!a.quiet)
       std::printf("frame %zu/%zu  %s: %lld voxels, %.0f ms\n", k + 1, num_frames, f.label.c_str(),
                   static_cast<long long>(f.indices.dim(0)), ms_since(t0));
   }
-  cpu::set_value_observer(*engine, {});
 
   CalibrationOptions co;
   co.method = parse_calibration_method(a.method);
@@ -169,14 +212,32 @@ int run_calibrate(const CalibrateArgs& a) {
   co.keep_fp16_first = a.keep_fp16_first;
   co.int8_scatter = a.int8_scatter;
   std::vector<CalibrationRow> rows;
-  const std::map<std::string, QuantAttrs> quant = cal.attributes(co, &rows);
+  std::map<std::string, QuantAttrs> quant;
+  if (a.min_cosine > 0) {
+    // INT8 by target accuracy: the search chooses the fp16 nodes (--keep-fp16* do not apply).
+    PrecisionSearchOptions po;
+    po.min_cosine = a.min_cosine;
+    po.calibration = co;
+    const int64_t t0 = now_ns();
+    const PrecisionPlan plan = search_int8_plan(cal, {ef}, po);
+    print_plan(plan, a, ms_since(t0));
+    CalibrationOptions chosen = co;
+    chosen.explicit_int8 = true;
+    for (const PlanNode& n : plan.nodes)
+      if (n.int8) chosen.int8_nodes.insert(n.node);
+    quant = cal.attributes(chosen, &rows);
+  } else {
+    quant = cal.attributes(co, &rows);
+  }
 
   write_onnx_with_quant(a.model, a.output, quant);
   // The copy must import and build as an INT8 engine; otherwise it is removed.
   std::unique_ptr<Engine> check;
   try {
-    BuildOptions i8 = fp32;
+    BuildOptions i8;
+    i8.backend = Backend::Cpu;
     i8.precision = Precision::Int8;
+    i8.num_threads = a.threads;
     check = load_engine_from_onnx(a.output, i8);
   } catch (...) {
     std::remove(a.output.c_str());
@@ -208,64 +269,23 @@ int run_calibrate(const CalibrateArgs& a) {
   std::printf("wrote       %s (%.1f s)\n", a.output.c_str(), ms_since(t_start) / 1000.0);
 
   if (!a.eval.empty()) {
-    SCN_CHECK(a.eval.size() == 2, "--eval takes FEATURES.tensor INDICES.tensor");
-    Frame f;
-    f.features = Tensor::load(a.eval[0]);
-    f.indices = Tensor::load(a.eval[1]);
-    if (!a.grid.empty())
-      f.grid = parse_grid(a.grid);
-    else if (a.synthetic > 0) {
-      const auto gz = synth::grid_zyx(so);
-      f.grid = order == "xyz" ? Int3{gz[2], gz[1], gz[0]} : Int3{gz[0], gz[1], gz[2]};
-    }
-    SCN_CHECK(f.grid[0] > 0, "--eval needs --grid");
-    InputLabels labels;
-    labels.features = a.eval[0];
-    labels.indices = a.eval[1];
-    // Every sparse value of both engines, for a per-layer comparison (same sites, same order).
-    const Graph& g = engine->graph();
-    std::vector<std::vector<float>> ref_values(g.values.size());
-    std::vector<LayerError> layer(g.values.size());
-    cpu::set_value_observer(*engine, [&](const cpu::ObservedValue& v) {
-      if (v.coords) ref_values[size_t(v.value)].assign(v.data, v.data + v.rows * v.channels);
-    });
-    engine->set_input(0, f.features, f.indices, f.grid, 1, labels);
-    engine->forward();
-    cpu::set_value_observer(*engine, {});
-    cpu::set_value_observer(*check, [&](const cpu::ObservedValue& v) {
-      const std::vector<float>& r = ref_values[size_t(v.value)];
-      if (!v.coords || r.size() != size_t(v.rows * v.channels)) return;
-      const float s = v.int8 ? v.range / 127.0f : 1.f;
-      double dot = 0, na = 0, nb = 0, diff = 0;
-      for (size_t i = 0; i < r.size(); ++i) {
-        const double x = v.int8 ? double(v.data[i]) * s : double(v.data[i]);
-        dot += x * r[i];
-        na += x * x;
-        nb += double(r[i]) * r[i];
-        diff += (x - r[i]) * (x - r[i]);
-      }
-      layer[size_t(v.value)] = {true, v.int8, na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 1.0,
-                                nb > 0 ? std::sqrt(diff / nb) : 0.0};
-    });
-    check->set_input(0, f.features, f.indices, f.grid, 1, labels);
-    check->forward();
-    cpu::set_value_observer(*check, {});
+    const AccuracyReport rep = evaluate_int8(cal, quant, ef, !a.quiet);
     if (!a.quiet) {
       Table t({"node", "output", "stored", "cosine vs fp32", "rel-L2 vs fp32"});
-      for (const Node& n : g.nodes) {
-        const LayerError& e = layer[size_t(n.output)];
-        if (!e.seen || n.op == OpType::Input) continue;
-        t.add({n.name, g.values[size_t(n.output)].name, e.int8 ? "int8" : "fp16", fixed(e.cosine, 6),
-               fixed(e.rel_l2, 5)});
-      }
+      for (const LayerAccuracy& l : rep.layers)
+        t.add({l.node, l.value, l.int8 ? "int8" : "fp16", fixed(l.cosine, 6), fixed(l.rel_l2, 5)});
       std::printf("eval        per-layer INT8 vs FP32 on %s:\n%s", a.eval[0].c_str(), t.str("  ").c_str());
     }
-    for (int i = 0; i < engine->num_outputs(); ++i) {
-      const Tensor ref = engine->output(i);
-      const Tensor got = check->output(i).to_dtype(DType::Float32);
-      const CompareResult c = compare_tensors(got, ref, 0, "int8", "fp32");
+    for (const OutputAccuracy& o : rep.outputs)
       std::printf("eval        output '%s' on %s: INT8 vs FP32 cosine %.6f, rel-L2 %.4e, max abs %.4g\n",
-                  engine->output_name(i).c_str(), a.eval[0].c_str(), c.cosine, c.rel_l2, c.max_abs);
+                  o.name.c_str(), a.eval[0].c_str(), o.cosine, o.rel_l2, o.max_abs);
+    if (rep.min_cosine < kPoorInt8Cosine) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "scn calibrate: warning: the INT8 model's cosine vs FP32 on %s is %.6f, below %.2f: keep the "
+                   "most sensitive layers in fp16 (--keep-fp16, or --min-cosine X to choose them), calibrate on "
+                   "larger or real frames, or try --method mse\n",
+                   a.eval[0].c_str(), rep.min_cosine, kPoorInt8Cosine);
     }
   }
   return 0;

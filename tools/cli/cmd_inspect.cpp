@@ -4,14 +4,15 @@
 
 #include "commands.h"
 #include "common.h"
-#include "graph/analysis.h"
+#include "scn/inspect.h"
 #include "scn/onnx.h"
 
 namespace scn::cli {
 
 CLI::App* add_inspect(CLI::App& app, InspectArgs& a) {
-  CLI::App* c = app.add_subcommand("inspect", "List a model's nodes, its kernel-map plan and every validation error "
-                                              "(exit 1 when there are errors)");
+  CLI::App* c = app.add_subcommand("inspect",
+                                   "List a model's nodes, its kernel-map plan and every validation error "
+                                   "(exit 1 when there are errors)");
   c->add_option("model", a.model, "ONNX model")->required();
   c->add_option("--grid", a.grid, "Input grid in the model's index order: adds each layer's output shape")
       ->check(grid_validator());
@@ -36,15 +37,6 @@ std::string precision_string(const QuantAttrs& q) {
   return s;
 }
 
-const char* map_kind_name(MapKind k) {
-  switch (k) {
-    case MapKind::Subm: return "subm";
-    case MapKind::Strided: return "strided";
-    case MapKind::Inverse: return "inverse";
-  }
-  return "?";
-}
-
 void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::string>& errors, bool complete) {
   std::map<std::string, int> op_count;
   int64_t params = 0;
@@ -67,14 +59,23 @@ void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::strin
   for (const auto& [op, count] : op_count) ops += (ops.empty() ? "" : ", ") + std::to_string(count) + " " + op;
   std::printf("nodes    %s; %lld weight parameters\n", ops.empty() ? "none" : ops.c_str(),
               static_cast<long long>(params));
-  std::printf("order    %s\n\n", model_index_order(g).c_str());
+  // The input a model expects: index order (ScatterDense format) and grid (input_spatial_shape).
+  const InputLayout layout = expected_input(g);
+  std::printf("order    %s (indices: batch, then the grid axes in this order; %s)\n", layout.order.c_str(),
+              layout.order_stated ? "from the ScatterDense format" : "no ScatterDense states it: NVIDIA's default");
+  if (layout.grid[0] > 0)
+    std::printf("grid     %s (%s, from the input_spatial_shape of node '%s'; scn run --grid %s)\n\n",
+                join_int3(layout.grid).c_str(), layout.order.c_str(), layout.grid_node.c_str(),
+                join_int3(layout.grid).c_str());
+  else
+    std::printf("grid     not stated by the model (no input_spatial_shape on the first convolution)\n\n");
 
   // Analysis and shapes: failures of a complete graph are validation errors too.
-  GraphAnalysis an;
+  KernelMapPlan an;
   bool have_analysis = false;
   std::string analysis_note;
   try {
-    an = analyze_graph(g);
+    an = kernel_map_plan(g);
     have_analysis = true;
   } catch (const std::exception& e) {
     if (complete)
@@ -82,20 +83,20 @@ void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::strin
     else
       analysis_note = std::string("\nkernel-map plan unavailable for the partially imported graph: ") + e.what() + "\n";
   }
-  ShapeInfo shapes;
+  GraphShapes shapes;
   bool have_shapes = false;
   if (have_analysis && !args.grid.empty()) {
     try {
-      std::vector<Int3> grids(g.inputs.size(), parse_grid(args.grid));
-      shapes = infer_shapes(g, an, grids, args.batch);
+      shapes = graph_shapes(g, parse_grid(args.grid), args.batch);
       have_shapes = true;
     } catch (const std::exception& e) {
       errors.push_back(e.what());
     }
   }
 
-  std::vector<std::string> header = {"#", "op", "name", "inputs -> output", "C in->out", "kernel", "stride",
-                                     "padding", "dilation", "type", "rulebook", "act", "precision", "map"};
+  std::vector<std::string> header = {
+      "#",       "op",       "name", "inputs -> output", "C in->out", "kernel",    "stride",
+      "padding", "dilation", "type", "rulebook",         "act",       "precision", "map"};
   if (have_shapes) header.push_back("out shape");
   Table t(header);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -134,11 +135,10 @@ void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::strin
         break;
     }
     if (have_shapes && out) {
-      const int sites = an.value_sites[size_t(n.output)];
-      if (sites >= 0)
-        shape = join_int3(shapes.site_shape[size_t(sites)]);
-      else if (!shapes.dense_shape[size_t(n.output)].empty())
-        shape = dims_string(shapes.dense_shape[size_t(n.output)]);
+      if (an.value_sites[size_t(n.output)] >= 0)
+        shape = join_int3(shapes.spatial[size_t(n.output)]);
+      else if (!shapes.dense[size_t(n.output)].empty())
+        shape = dims_string(shapes.dense[size_t(n.output)]);
     }
     row.insert(row.end(), {chans, kernel, stride, pad, dil, type, rb, act,
                            n.op == OpType::Input ? "" : precision_string(n.quant), map});
@@ -163,11 +163,11 @@ void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::strin
                 static_cast<long long>(op_count["SparseConvolution"]));
     Table mt({"map", "kind", "kernel", "stride", "padding", "dilation", "sites", "convs"});
     for (size_t m = 0; m < an.maps.size(); ++m) {
-      const MapSlot& s = an.maps[m];
+      const KernelMapInfo& s = an.maps[m];
       std::string convs;
       for (int node : s.nodes) convs += (convs.empty() ? "" : ",") + g.nodes[size_t(node)].name;
-      std::string kind = map_kind_name(s.kind);
-      if (s.kind == MapKind::Inverse) kind += " of m" + std::to_string(s.source_slot);
+      std::string kind = s.kind;
+      if (s.source_map >= 0) kind += " of m" + std::to_string(s.source_map);
       mt.add({"m" + std::to_string(m), kind, join_int3(s.kernel_size), join_int3(s.stride), join_int3(s.padding),
               join_int3(s.dilation), "s" + std::to_string(s.in_sites) + "->s" + std::to_string(s.out_sites),
               std::to_string(s.nodes.size()) + ": " + convs});

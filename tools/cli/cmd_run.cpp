@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "scn/calibrate.h"
 #include "scn/onnx.h"
 
 namespace scn::cli {
@@ -71,6 +72,8 @@ int run_run(const RunArgs& a) {
 
   const int64_t t_parse = now_ns();
   EngineBuilder builder = parse_onnx(a.model);
+  if (opts.precision == Precision::Int8)  // which nodes run int8 (none: the int8 engine is the fp16 one)
+    std::fprintf(stderr, "scn run: %s\n", int8_node_notice(builder.graph()).c_str());
   const double parse_ms = ms_since(t_parse);
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);

@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/half.h"
+#include "scn/half.h"
 #include "synthetic_frame.h"
 
 namespace scn::cli {

@@ -99,6 +99,7 @@ struct CalibrateArgs {
   int keep_fp16_first = 0;
   bool int8_scatter = false;
   std::vector<std::string> eval;
+  double min_cosine = 0.0;  ///< > 0: choose the fp16 layers so that the --eval cosine reaches it
   int threads = 0;
   bool quiet = false;
 };

@@ -1,12 +1,15 @@
 #include "common.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "scn/file_io.h"
+#include "scn/inspect.h"
 
 namespace scn::cli {
 
@@ -66,15 +69,13 @@ std::vector<int64_t> parse_count_list(const std::string& text) {
       int64_t last = 0;
       SCN_CHECK(parse_int(parts[i + 1], last), "count list '", text, "': '", parts[i + 1],
                 "' is not a positive integer");
-      SCN_CHECK(step > 0 && last >= out.back(), "count list '", text,
-                "': '...' needs increasing values");
+      SCN_CHECK(step > 0 && last >= out.back(), "count list '", text, "': '...' needs increasing values");
       SCN_CHECK((last - out.back()) / step < 100000, "count list '", text, "' is too long");
       for (int64_t v = out.back() + step; v < last; v += step) out.push_back(v);
       continue;
     }
     int64_t v = 0;
-    SCN_CHECK(parse_int(parts[i], v) && v > 0, "count list '", text, "': '", parts[i],
-              "' is not a positive integer");
+    SCN_CHECK(parse_int(parts[i], v) && v > 0, "count list '", text, "': '", parts[i], "' is not a positive integer");
     out.push_back(v);
   }
   return out;
@@ -117,9 +118,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::string describe_tensor(const Tensor& t) {
-  return std::string(dtype_name(t.dtype())) + " " + t.shape_string();
-}
+std::string describe_tensor(const Tensor& t) { return std::string(dtype_name(t.dtype())) + " " + t.shape_string(); }
 
 std::string Table::str(const std::string& indent) const {
   std::vector<size_t> w(header_.size(), 0);
@@ -182,24 +181,7 @@ std::vector<std::string> OutputSet::commit() {
   return written;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SCN_CHECK(f.good(), path, ": cannot open for writing");
-    f << text;
-    f.flush();
-    if (!f.good()) {
-      f.close();
-      std::remove(tmp.c_str());
-      SCN_FAIL(path, ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot rename the written file into place");
-  }
-}
+void write_text_file(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 std::string indices_path_for(const std::string& p) {
   const std::string ext = ".tensor";
@@ -218,15 +200,10 @@ std::string file_safe(const std::string& name) {
   return s;
 }
 
-std::string model_index_order(const Graph& graph) {
-  for (const Node& n : graph.nodes)
-    if (n.op == OpType::ScatterDense) return n.dense.format;
-  return "zyx";
-}
+std::string model_index_order(const Graph& graph) { return expected_input(graph).order; }
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 

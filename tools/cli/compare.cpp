@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/half.h"
+#include "scn/half.h"
 #include "scn/error.h"
 
 namespace scn::cli {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <random>
 
-#include "core/half.h"
+#include "scn/half.h"
 #include "scn/error.h"
 
 namespace scn::synth {

@@ -17,15 +17,15 @@ namespace scn {
 
 namespace {
 
-std::string node_prefix(const Graph& g, const std::string& name, OpType op) {
-  return detail::concat(g.source, ": node '", name, "' (", op_type_name(op), ")");
+ErrorContext node_prefix(const Graph& g, const std::string& name, OpType op) {
+  return {g.source, name, op_type_name(op), "", ""};
 }
 
 /// `needs`: the ranges a node of this op reads its inputs with when its precision is int8
 /// (SparseConvolution: input_dynamic_range; Add: input0/1_dynamic_range; others: none).
 enum class QuantInputs { None, Single, Pair };
 
-void check_quant(const std::string& where, const QuantAttrs& q, int64_t cout, QuantInputs needs = QuantInputs::None) {
+void check_quant(const ErrorContext& where, const QuantAttrs& q, int64_t cout, QuantInputs needs = QuantInputs::None) {
   auto check_range = [&](float r, const char* attr, bool required) {
     if (r < 0.f && !std::isnan(r)) {  // absent
       SCN_CHECK(!required, where, ": precision is int8 but attribute '", attr,
@@ -46,7 +46,7 @@ void check_quant(const std::string& where, const QuantAttrs& q, int64_t cout, Qu
               " values for ", cout, " output channels");
     for (size_t i = 0; i < q.weight_dynamic_ranges.size(); ++i) {
       const float r = q.weight_dynamic_ranges[i];
-      SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute 'weight_dynamic_ranges'[", i,
+      SCN_CHECK(std::isfinite(r) && r > 0.f, where.with_attribute("weight_dynamic_ranges"), "[", i,
                 "] must be a positive finite range, got ", r);
     }
   }
@@ -102,7 +102,7 @@ ValueId EngineBuilder::push_input(const std::string& name, int32_t channels) {
 
 ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& in_attrs,
                                         const QuantAttrs& quant, const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::SparseConv);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::SparseConv);
   const Value& xv = value(x, name, "input");
   SCN_CHECK(xv.sparse, where, ": input '", xv.name, "' is dense; SparseConvolution needs a sparse input");
   ConvAttrs c = in_attrs;
@@ -181,7 +181,7 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
 
 ValueId EngineBuilder::push_add(const std::string& name, ValueId a, ValueId b, const QuantAttrs& quant,
                                 const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::Add);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::Add);
   const Value& av = value(a, name, "input 0");
   const Value& bv = value(b, name, "input 1");
   SCN_CHECK(av.sparse && bv.sparse, where, ": Add needs two sparse inputs");
@@ -200,7 +200,7 @@ ValueId EngineBuilder::push_add(const std::string& name, ValueId a, ValueId b, c
 }
 
 ValueId EngineBuilder::push_relu(const std::string& name, ValueId x, const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::Relu);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::Relu);
   const Value& xv = value(x, name, "input");
   SCN_CHECK(xv.sparse, where, ": Relu needs a sparse input");
   Node n;
@@ -215,7 +215,7 @@ ValueId EngineBuilder::push_relu(const std::string& name, ValueId x, const std::
 
 ValueId EngineBuilder::push_concat(const std::string& name, const std::vector<ValueId>& xs,
                                    const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::Concat);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::Concat);
   SCN_CHECK(xs.size() >= 2, where, ": Concat needs at least two inputs");
   int64_t channels = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -237,7 +237,7 @@ ValueId EngineBuilder::push_concat(const std::string& name, const std::vector<Va
 
 ValueId EngineBuilder::push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs,
                                   const QuantAttrs& quant, const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::ScatterDense);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::ScatterDense);
   const Value& xv = value(x, name, "input");
   SCN_CHECK(xv.sparse, where, ": ScatterDense needs a sparse input");
   SCN_CHECK(attrs.output_shape.size() == 5, where, ": output_shape must have 5 values [N, C, s0, s1, s2], got ",
@@ -277,10 +277,10 @@ ValueId EngineBuilder::push_dense(const std::string& name, ValueId x, const Dens
 
 ValueId EngineBuilder::push_reshape(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
                                     const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::Reshape);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::Reshape);
   const Value& xv = value(x, name, "input");
   SCN_CHECK(!xv.sparse, where, ": Reshape needs a dense input (a ScatterDense output)");
-  SCN_CHECK(!dims.empty(), where, ": attribute 'dims' is empty");
+  SCN_CHECK(!dims.empty(), where.with_attribute("dims"), " is empty");
   int64_t in = 1, known = 1;
   int infer = -1;
   for (int64_t d : xv.shape) in *= d;  // bounded by push_dense
@@ -316,7 +316,7 @@ ValueId EngineBuilder::push_reshape(const std::string& name, ValueId x, const st
 
 ValueId EngineBuilder::push_transpose(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
                                       const std::string& output_name) {
-  const std::string where = node_prefix(*graph_, name, OpType::Transpose);
+  const ErrorContext where = node_prefix(*graph_, name, OpType::Transpose);
   const Value& xv = value(x, name, "input");
   SCN_CHECK(!xv.sparse, where, ": Transpose needs a dense input (a ScatterDense output)");
   SCN_CHECK(dims.size() == xv.shape.size(), where, ": permutation has ", dims.size(),

@@ -10,6 +10,7 @@
 
 #include "core/half.h"
 #include "scn/error.h"
+#include "scn/file_io.h"
 
 #ifdef SCN_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -169,29 +170,18 @@ Tensor Tensor::load(const std::string& path) {
 void Tensor::save(const std::string& path) const {
   SCN_CHECK(defined(), path, ": cannot save an undefined tensor");
   const Tensor host = to(Device::Host);
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SCN_CHECK(f.good(), path, ": cannot open for writing");
-    const int32_t head[3] = {kTensorMagic, int32_t(shape_.size()), int32_t(dtype_)};
-    f.write(reinterpret_cast<const char*>(head), 12);
-    for (int64_t d : shape_) {
-      SCN_CHECK(d <= std::numeric_limits<int32_t>::max(), path, ": dimension ", d,
-                " does not fit the int32 dims of the .tensor format");
-      const int32_t d32 = int32_t(d);
-      f.write(reinterpret_cast<const char*>(&d32), 4);
-    }
-    f.write(static_cast<const char*>(host.data_), std::streamsize(bytes()));
-    if (!f.good()) {
-      f.close();
-      std::remove(tmp.c_str());
-      SCN_FAIL(path, ": write failed");
-    }
+  std::string bytes;
+  bytes.reserve(12 + 4 * shape_.size() + this->bytes());
+  const int32_t head[3] = {kTensorMagic, int32_t(shape_.size()), int32_t(dtype_)};
+  bytes.append(reinterpret_cast<const char*>(head), 12);
+  for (int64_t d : shape_) {
+    SCN_CHECK(d <= std::numeric_limits<int32_t>::max(), path, ": dimension ", d,
+              " does not fit the int32 dims of the .tensor format");
+    const int32_t d32 = int32_t(d);
+    bytes.append(reinterpret_cast<const char*>(&d32), 4);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot rename the written file into place");
-  }
+  bytes.append(static_cast<const char*>(host.data_), this->bytes());
+  write_file_atomic(path, bytes);
 }
 
 Tensor Tensor::to(Device device) const {

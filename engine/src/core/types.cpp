@@ -73,7 +73,7 @@ int Graph::find_value(const std::string& name) const {
 
 std::string Graph::describe(int node) const {
   const Node& n = nodes.at(size_t(node));
-  return detail::concat("node '", n.name, "' (", op_type_name(n.op), ")");
+  return format_context({"", n.name, op_type_name(n.op), "", ""});
 }
 
 }  // namespace scn

@@ -11,8 +11,10 @@
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
+#include "plan/int8_arith.h"
 #include "backends/cpu/int8_conv.h"
 #include "backends/cpu/int8_observer.h"
+#include "plan/int8_plan.h"
 #include "backends/cpu/kernel_map.h"
 #include "backends/cpu/sparse_conv.h"
 #include "backends/cpu/thread_pool.h"

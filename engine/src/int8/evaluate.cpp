@@ -1,0 +1,159 @@
+// INT8 plans in memory and their accuracy (scn/calibrate.h): a model rebuilt with new INT8
+// attributes, the count of int8 nodes, and INT8-vs-FP32 comparisons on the CPU backend (the oracle).
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/int8_observer.h"
+#include "scn/calibrate.h"
+#include "scn/error.h"
+
+namespace scn {
+
+EngineBuilder with_int8_attributes(const EngineBuilder& model, const std::map<std::string, QuantAttrs>& quant) {
+  const Graph& g = model.graph();
+  for (const auto& [name, q] : quant) {
+    const auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.name == name; });
+    SCN_CHECK(it != g.nodes.end(), g.source, ": INT8 attributes for node '", name, "', which the graph does not have");
+    (void)q;
+  }
+  EngineBuilder b(g.source);
+  std::vector<ValueId> id(g.values.size(), -1);
+  auto in = [&](size_t k, const Node& n) { return id[size_t(n.inputs[k])]; };
+  for (const Node& n : g.nodes) {
+    const auto qit = quant.find(n.name);
+    const QuantAttrs& q = qit == quant.end() ? n.quant : qit->second;
+    const std::string& out = n.output >= 0 ? g.values[size_t(n.output)].name : n.name;
+    ValueId v = -1;
+    switch (n.op) {
+      case OpType::Input:
+        v = b.push_input(n.name, g.values[size_t(n.output)].channels);
+        break;
+      case OpType::SparseConv:
+        v = b.push_sparse_conv(n.name, in(0, n), n.conv, q, out);
+        break;
+      case OpType::Add:
+        v = b.push_add(n.name, in(0, n), in(1, n), q, out);
+        break;
+      case OpType::Relu:
+        v = b.push_relu(n.name, in(0, n), out);
+        break;
+      case OpType::Concat: {
+        std::vector<ValueId> xs;
+        for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(in(k, n));
+        v = b.push_concat(n.name, xs, out);
+        break;
+      }
+      case OpType::ScatterDense:
+        v = b.push_dense(n.name, in(0, n), n.dense, q, out);
+        break;
+      case OpType::Reshape:
+        v = b.push_reshape(n.name, in(0, n), n.dims, out);
+        break;
+      case OpType::Transpose:
+        v = b.push_transpose(n.name, in(0, n), n.dims, out);
+        break;
+    }
+    for (const auto& [key, text] : n.info) b.annotate_last(key, text);
+    id[size_t(n.output)] = v;
+  }
+  for (int o : g.outputs) b.push_output(id[size_t(o)]);
+  return b;
+}
+
+Int8NodeCount count_int8_nodes(const Graph& graph) {
+  Int8NodeCount c;
+  for (const Node& n : graph.nodes) {
+    if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
+    ++c.total;
+    c.int8 += n.quant.precision == Precision::Int8;
+  }
+  return c;
+}
+
+std::string int8_node_notice(const Graph& graph) {
+  const Int8NodeCount c = count_int8_nodes(graph);
+  if (c.int8 == 0)
+    return detail::concat(graph.source, ": no node carries INT8 attributes (precision int8); the int8 engine runs ",
+                          "every node in fp16 (calibrate the model with `scn calibrate` first)");
+  return detail::concat(graph.source, ": ", c.int8, " of ", c.total,
+                        " SparseConvolution / Add nodes run int8, the others fp16");
+}
+
+namespace {
+
+struct Stats {
+  double dot = 0, na = 0, nb = 0, diff = 0, max_abs = 0;
+  void add(double x, double r) {
+    dot += x * r;
+    na += x * x;
+    nb += r * r;
+    diff += (x - r) * (x - r);
+    max_abs = std::max(max_abs, std::fabs(x - r));
+  }
+  // Two all-zero tensors agree exactly; one all-zero tensor against a non-zero one has cosine 0.
+  double cosine() const {
+    if (na == 0 && nb == 0) return 1.0;
+    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
+  }
+  double rel_l2() const { return nb > 0 ? std::sqrt(diff / nb) : (diff > 0 ? INFINITY : 0.0); }
+};
+
+}  // namespace
+
+AccuracyReport evaluate_int8(Calibrator& cal, const std::map<std::string, QuantAttrs>& quant,
+                             const CalibrationFrame& frame, bool per_layer) {
+  BuildOptions i8;
+  i8.backend = Backend::Cpu;
+  i8.precision = Precision::Int8;
+  i8.num_threads = cal.num_threads();
+  std::unique_ptr<Engine> e8 = with_int8_attributes(cal.model(), quant).build(i8);
+  Engine& e32 = cal.fp32_engine();
+  const Graph& g = cal.graph();
+
+  std::vector<std::vector<float>> ref(per_layer ? g.values.size() : 0);
+  std::vector<LayerAccuracy> layer(per_layer ? g.values.size() : 0);
+  std::vector<bool> seen(layer.size(), false);
+  if (per_layer)
+    cpu::set_value_observer(e32, [&](const cpu::ObservedValue& v) {
+      if (v.coords) ref[size_t(v.value)].assign(v.data, v.data + v.rows * v.channels);
+    });
+  try {
+    e32.set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
+    e32.forward();
+  } catch (...) {
+    cpu::set_value_observer(e32, {});
+    throw;
+  }
+  cpu::set_value_observer(e32, {});
+  if (per_layer)
+    cpu::set_value_observer(*e8, [&](const cpu::ObservedValue& v) {
+      const std::vector<float>& r = ref[size_t(v.value)];
+      if (!v.coords || r.size() != size_t(v.rows * v.channels)) return;
+      const float s = v.int8 ? v.range / 127.0f : 1.f;
+      Stats st;
+      for (size_t i = 0; i < r.size(); ++i) st.add(v.int8 ? double(v.data[i]) * s : double(v.data[i]), r[i]);
+      const Node& n = g.nodes[size_t(v.node)];
+      layer[size_t(v.value)] = {n.name, g.values[size_t(v.value)].name, v.int8, st.cosine(), st.rel_l2()};
+      seen[size_t(v.value)] = true;
+    });
+  e8->set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
+  e8->forward();
+
+  AccuracyReport rep;
+  for (const Node& n : g.nodes)
+    if (n.op != OpType::Input && n.output >= 0 && per_layer && seen[size_t(n.output)])
+      rep.layers.push_back(layer[size_t(n.output)]);
+  for (int i = 0; i < e32.num_outputs(); ++i) {
+    const Tensor r = e32.output(i).to_dtype(DType::Float32);
+    const Tensor x = e8->output(i).to_dtype(DType::Float32);
+    SCN_CHECK(r.numel() == x.numel(), g.source, ": output '", e32.output_name(i), "' has ", x.numel(),
+              " values in the INT8 engine and ", r.numel(), " in the FP32 engine");
+    Stats st;
+    for (int64_t k = 0; k < r.numel(); ++k) st.add(double(x.ptr<float>()[k]), double(r.ptr<float>()[k]));
+    rep.outputs.push_back({e32.output_name(i), st.cosine(), st.rel_l2(), st.max_abs});
+    rep.min_cosine = std::min(rep.min_cosine, st.cosine());
+  }
+  return rep;
+}
+
+}  // namespace scn

@@ -1,0 +1,178 @@
+// search_int8_plan (scn/calibrate.h): which SparseConvolution / Add nodes run int8 for a target
+// cosine against FP32, measured on the CPU backend (the oracle; the CUDA INT8 engine is bitwise
+// equal to it on all-int8 plans).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "backends/cpu/int8_observer.h"
+#include "scn/calibrate.h"
+#include "scn/error.h"
+
+namespace scn {
+
+namespace {
+
+double cosine(const Tensor& a, const Tensor& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t k = 0; k < a.numel(); ++k) {
+    const double x = a.ptr<float>()[k], r = b.ptr<float>()[k];
+    dot += x * r;
+    na += x * x;
+    nb += r * r;
+  }
+  if (na == 0 && nb == 0) return 1.0;
+  return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
+}
+
+class PlanEvaluator {
+ public:
+  PlanEvaluator(Calibrator& cal, const std::vector<CalibrationFrame>& frames, const CalibrationOptions& base)
+      : cal_(cal), frames_(frames), base_(base) {
+    Engine& e = cal.fp32_engine();
+    const Graph& g = cal.graph();
+    rows_.assign(g.values.size(), 0.0);
+    cpu::set_value_observer(e, [&](const cpu::ObservedValue& v) {
+      if (v.coords) rows_[size_t(v.value)] += double(v.rows);
+    });
+    try {
+      for (const CalibrationFrame& f : frames) {
+        e.set_input(0, f.features, f.indices, f.grid, f.batch_size, f.labels);
+        e.forward();
+        std::vector<Tensor> outs;
+        for (int i = 0; i < e.num_outputs(); ++i) outs.push_back(e.output(i).to_dtype(DType::Float32));
+        ref_.push_back(std::move(outs));
+      }
+    } catch (...) {
+      cpu::set_value_observer(e, {});
+      throw;
+    }
+    cpu::set_value_observer(e, {});
+  }
+
+  /// Sites (summed over the frames) of every value.
+  double rows(int value) const { return rows_[size_t(value)]; }
+
+  CalibrationOptions options(const std::set<std::string>& int8) const {
+    CalibrationOptions o = base_;
+    o.explicit_int8 = true;
+    o.int8_nodes = int8;
+    return o;
+  }
+
+  /// The smallest output cosine over every frame of the plan running `int8` nodes in int8.
+  double operator()(const std::set<std::string>& int8) {
+    ++evaluations;
+    BuildOptions i8;
+    i8.backend = Backend::Cpu;
+    i8.precision = Precision::Int8;
+    i8.num_threads = cal_.num_threads();
+    std::unique_ptr<Engine> e = with_int8_attributes(cal_.model(), cal_.attributes(options(int8))).build(i8);
+    double worst = 1.0;
+    for (size_t k = 0; k < frames_.size(); ++k) {
+      const CalibrationFrame& f = frames_[k];
+      e->set_input(0, f.features, f.indices, f.grid, f.batch_size, f.labels);
+      e->forward();
+      for (int i = 0; i < e->num_outputs(); ++i)
+        worst = std::min(worst, cosine(e->output(i).to_dtype(DType::Float32), ref_[k][size_t(i)]));
+    }
+    return worst;
+  }
+
+  int evaluations = 0;
+
+ private:
+  Calibrator& cal_;
+  const std::vector<CalibrationFrame>& frames_;
+  CalibrationOptions base_;
+  std::vector<double> rows_;
+  std::vector<std::vector<Tensor>> ref_;
+};
+
+std::string fixed6(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", x);
+  return buf;
+}
+
+}  // namespace
+
+PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFrame>& frames,
+                               const PrecisionSearchOptions& options) {
+  const Graph& g = cal.graph();
+  const double bound = options.min_cosine;
+  SCN_CHECK(!frames.empty(), g.source, ": the INT8 plan search needs at least one evaluation frame");
+  SCN_CHECK(bound > 0.0 && bound <= 1.0, g.source, ": the target cosine must lie in (0, 1], got ", bound);
+  PlanEvaluator eval(cal, frames, options.calibration);
+
+  PrecisionPlan plan;
+  std::vector<size_t> cand;  // indices into plan.nodes
+  for (const Node& n : g.nodes) {
+    if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
+    PlanNode p;
+    p.node = n.name;
+    p.op = op_type_name(n.op);
+    const double sites = eval.rows(n.output);
+    if (n.op == OpType::SparseConv)
+      p.macs = sites * double(n.conv.kernel_size[0]) * n.conv.kernel_size[1] * n.conv.kernel_size[2] *
+               n.conv.in_channels * n.conv.out_channels;
+    else
+      p.macs = sites * g.values[size_t(n.output)].channels;
+    plan.total_macs += p.macs;
+    cand.push_back(plan.nodes.size());
+    plan.nodes.push_back(p);
+  }
+  SCN_CHECK(!cand.empty(), g.source, ": the model has no SparseConvolution or Add node to run in int8");
+
+  std::set<std::string> all;
+  for (const PlanNode& p : plan.nodes) all.insert(p.node);
+  plan.fp16_cosine = eval({});
+  plan.all_int8_cosine = eval(all);
+  std::set<std::string> chosen;
+  if (plan.all_int8_cosine >= bound) {
+    chosen = all;
+    plan.cosine = plan.all_int8_cosine;
+    for (PlanNode& p : plan.nodes) p.sensitivity = -1.0;  // not measured: nothing to choose
+  } else {
+    SCN_CHECK(plan.fp16_cosine >= bound, g.source, ": no INT8 plan reaches cosine ", fixed6(bound),
+              " on the evaluation frames: even with every node in fp16 the cosine against FP32 is ",
+              fixed6(plan.fp16_cosine), " (all int8: ", fixed6(plan.all_int8_cosine),
+              "); lower --min-cosine or run the model in fp16");
+    double best_single = 0.0;
+    for (PlanNode& p : plan.nodes) {
+      const double c = eval({p.node});
+      p.sensitivity = std::max(0.0, plan.fp16_cosine - c);
+      best_single = std::max(best_single, c);
+    }
+    // Cheapest accuracy per unit of work first; ties (e.g. no measurable loss) by more work first.
+    std::stable_sort(cand.begin(), cand.end(), [&](size_t a, size_t b) {
+      const PlanNode &x = plan.nodes[a], &y = plan.nodes[b];
+      const double rx = x.sensitivity / std::max(x.macs, 1.0), ry = y.sensitivity / std::max(y.macs, 1.0);
+      if (rx != ry) return rx < ry;
+      return x.macs > y.macs;
+    });
+    plan.cosine = plan.fp16_cosine;
+    for (size_t i : cand) {
+      std::set<std::string> trial = chosen;
+      trial.insert(plan.nodes[i].node);
+      const double c = eval(trial);
+      if (c >= bound) {
+        chosen = trial;
+        plan.cosine = c;
+      }
+    }
+    SCN_CHECK(!chosen.empty(), g.source, ": no INT8 plan reaches cosine ", fixed6(bound),
+              " on the evaluation frames: every node in fp16 gives ", fixed6(plan.fp16_cosine),
+              ", but any single node in int8 drops it below the bound (best ", fixed6(best_single),
+              "); run the model in fp16 or lower --min-cosine");
+  }
+  for (PlanNode& p : plan.nodes) {
+    p.int8 = chosen.count(p.node) > 0;
+    if (p.int8) plan.int8_macs += p.macs;
+  }
+  plan.attributes = cal.attributes(eval.options(chosen));
+  plan.evaluations = eval.evaluations;
+  return plan;
+}
+
+}  // namespace scn
