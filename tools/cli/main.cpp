@@ -2,8 +2,10 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <string>
 
 #include "commands.h"
+#include "scn_version.h"
 
 int main(int argc, char** argv) {
   using namespace scn::cli;
@@ -11,6 +13,8 @@ int main(int argc, char** argv) {
   app.name("scn");
   app.require_subcommand(1, 1);
   app.fallthrough(false);
+  app.set_version_flag("--version", std::string("scn ") + SCN_VERSION +
+                                        (std::string(SCN_GIT_DESCRIBE).empty() ? "" : " (" SCN_GIT_DESCRIBE ")"));
 
   RunArgs run;
   CompareArgs compare;
