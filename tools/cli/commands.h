@@ -70,7 +70,7 @@ struct BenchArgs {
   std::string preset;
   int batch = 1;
   std::string precision = "fp16", device = "auto";
-  int warmup = 20, runs = 200, threads = 0;
+  int warmup = -1, runs = -1, threads = 0;  ///< -1: the backend's default (CUDA 20 / 200, CPU 2 / 10)
   std::string sweep, csv, sweep_csv;
   bool layers = false;
   bool no_cuda_graph = false;
