@@ -37,6 +37,11 @@ struct CompareArgs {
   double min_cosine = std::numeric_limits<double>::quiet_NaN();
   double max_abs = std::numeric_limits<double>::quiet_NaN();
   int top = 10;
+  /// --layers: A is a model, B the exporter's intermediates_dir; the frame and how to run it.
+  bool layers = false;
+  std::string features, indices, grid;
+  std::string precision = "fp32", device = "cpu";
+  int batch = 1, threads = 0;
 };
 CLI::App* add_compare(CLI::App& app, CompareArgs& a);
 int run_compare(const CompareArgs& a);
