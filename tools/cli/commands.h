@@ -104,4 +104,15 @@ struct CalibrateArgs {
 CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a);
 int run_calibrate(const CalibrateArgs& a);
 
+struct VizArgs {
+  CLI::App* occupancy = nullptr;  ///< the nested subcommands (which one was parsed picks the picture)
+  CLI::App* heatmap = nullptr;
+  CLI::App* diff = nullptr;
+  std::vector<std::string> inputs;
+  std::string grid, order = "zyx", channels, output;
+  int batch_index = 0;
+};
+CLI::App* add_viz(CLI::App& app, VizArgs& a);
+int run_viz(const VizArgs& a);
+
 }  // namespace scn::cli

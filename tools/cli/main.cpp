@@ -1,4 +1,4 @@
-// scn — command-line front end: run, compare, inspect, synth, bench, calibrate.
+// scn — command-line front end: run, compare, inspect, synth, bench, calibrate, viz.
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   SynthArgs synth;
   BenchArgs bench;
   CalibrateArgs calibrate;
+  VizArgs viz;
   struct Command {
     CLI::App* app;
     std::function<int()> exec;
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
       {add_synth(app, synth), [&] { return run_synth(synth); }},
       {add_bench(app, bench), [&] { return run_bench(bench); }},
       {add_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
+      {add_viz(app, viz), [&] { return run_viz(viz); }},
   };
 
   try {
