@@ -1,7 +1,7 @@
 #include "png_image.h"
 
+#include <algorithm>
 #include <cstdio>
-#include <memory>
 
 #include "scn/error.h"
 
