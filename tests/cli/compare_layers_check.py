@@ -5,6 +5,7 @@ strided conv has a corrupted weight the report must name that conv as the first 
 
 usage: compare_layers_check.py SCN WORK_DIR     (needs torch, onnx, numpy; ~5 s)
 """
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,21 @@ def main():
     assert lines[first_fail].split()[0] == target.name, lines[first_fail]
     assert first_fail >= 3, "the stem and the residual block come before the strided conv"
     print("compare --layers: clean model matches; corrupted", target.name, "named as the first divergence")
+
+    # The same on the CUDA backend (fp16 storage, every value exposed, none fused away) where a GPU exists.
+    has_gpu = shutil.which("nvidia-smi") is not None and \
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    if not has_gpu:
+        print("SKIP: no GPU: compare --layers --device cuda not run")
+        return
+    gpu = [a for a in run if a not in ("--threads", "2")] + ["--device", "cuda", "--precision", "fp16"]
+    gpu[gpu.index("--min-cosine") + 1] = "0.9999"
+    gpu[gpu.index("--max-rel-l2") + 1] = "1e-2"
+    clean = scn("compare", "--layers", work / "model.onnx", work / "values", *gpu)
+    assert clean.returncode == 0 and "backend    cuda" in clean.stdout, "CUDA fp16: the clean model must match"
+    bad = scn("compare", "--layers", work / "model_bad.onnx", work / "values", *gpu)
+    assert bad.returncode == 1 and want in bad.stdout, f"CUDA fp16: expected '{want}'"
+    print("compare --layers on CUDA fp16: clean model matches; corrupted", target.name, "named")
 
 
 if __name__ == "__main__":
