@@ -15,11 +15,14 @@ OUT=workspace/generated
 scripts/install_deps.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 flags=(-DSCN_BUILD_TESTS=OFF)
-# The present GPU's compute capability ("8.6" -> 86); none (or no nvcc): a CPU-only build.
-cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .' || true)
-if [ -n "$cap" ] && command -v nvcc >/dev/null; then
+# The present GPUs' compute capabilities ("8.6" -> 86; CMake's "native" where the driver cannot
+# say); no GPU (or no nvcc): a CPU-only build.
+if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u |
+        paste -sd ';' || true)
+  [[ "$cap" =~ ^[0-9]+(;[0-9]+)*$ ]] || cap=native
   flags+=(-DSCN_WITH_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cap")
-  echo "== build: scn with CUDA for this GPU (sm_$cap)"
+  echo "== build: scn with CUDA for this machine's GPU ($cap)"
 else
   flags+=(-DSCN_WITH_CUDA=OFF)
   echo "== build: scn, CPU only (no GPU found)"
