@@ -3,12 +3,14 @@
 // CSV files:
 //   --csv PATH        one row per timed forward: voxels,run,ms
 //   --sweep-csv PATH  one row per sweep point:   voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 #include "scn/onnx.h"
 #include "synthetic_frame.h"
 
@@ -32,8 +34,10 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "int8"}));
   c->add_option("--device", a.device, "Backend")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  c->add_option("--warmup", a.warmup, "Untimed forwards first")->capture_default_str()->check(CLI::Range(0, 1000000));
-  c->add_option("--runs", a.runs, "Timed forwards")->capture_default_str()->check(CLI::Range(1, 10000000));
+  c->add_option("--warmup", a.warmup, "Untimed forwards first (default: 20 on CUDA, 2 on the CPU)")
+      ->check(CLI::Range(0, 1000000));
+  c->add_option("--runs", a.runs, "Timed forwards (default: 200 on CUDA, 10 on the CPU)")
+      ->check(CLI::Range(1, 10000000));
   c->add_option("--threads", a.threads, "CPU backend threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
@@ -99,9 +103,33 @@ Input synthetic_input(const synth::FrameOptions& base, int64_t voxels, int batch
 
 std::string ms3(double v) { return fixed(v, 3); }
 
+// Engine::time_forward in chunks of about a quarter second, so a progress line (stderr on a
+// terminal, see progress.h) can follow a long measurement; each timed run is measured as before.
+std::vector<double> timed_forwards(Engine& engine, int warmup, int runs, const std::string& what) {
+  Progress progress = Progress::for_stderr(what + ": warm-up + timed runs", warmup + runs);
+  int done = 0;
+  std::vector<double> ms;
+  int chunk = 1;
+  while (done < warmup + runs) {
+    const int w = std::min(chunk, std::max(0, warmup - done));
+    const int r = std::min(chunk - w, runs - int(ms.size()));
+    const int64_t t0 = now_ns();
+    const std::vector<double> part = engine.time_forward(w, r);
+    ms.insert(ms.end(), part.begin(), part.end());
+    done += w + r;
+    const double per_forward_ms = ms_since(t0) / double(std::max(1, w + r));
+    chunk = std::max(1, std::min(1 << 20, int(250.0 / std::max(per_forward_ms, 1e-3))));
+    progress.update(done);
+  }
+  return ms;
+}
+
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
+  // Where the CSV files go is checked before any work (the measurement can take minutes).
+  if (!a.csv.empty()) check_output_file("--csv", a.csv);
+  if (!a.sweep_csv.empty()) check_output_file("--sweep-csv", a.sweep_csv);
   SCN_CHECK(!a.features.empty() || a.synthetic > 0 || !a.sweep.empty(),
             "give an input: --features/--indices/--grid, --synthetic N or --sweep N1,N2,...");
   SCN_CHECK(a.features.empty() || !a.grid.empty(), "--features/--indices need --grid");
@@ -150,6 +178,10 @@ int run_bench(const BenchArgs& a) {
   std::printf("backend    %s, precision %s%s\n", backend_name(engine->backend()), precision_name(engine->precision()),
               engine->backend() == Backend::Cuda ? (opts.cuda_graph ? ", CUDA graph" : ", no CUDA graph") : "");
   std::printf("build      %.1f ms (parse %.1f ms)\n", parse_ms + build_ms, parse_ms);
+  // A CPU forward of a real frame takes seconds: fewer runs by default than on the GPU.
+  const bool cpu = engine->backend() == Backend::Cpu;
+  const int warmup = a.warmup >= 0 ? a.warmup : (cpu ? 2 : 20);
+  const int runs = a.runs >= 0 ? a.runs : (cpu ? 10 : 200);
 
   std::ostringstream runs_csv;
   runs_csv << "voxels,run,ms\n";
@@ -168,12 +200,13 @@ int run_bench(const BenchArgs& a) {
     std::printf("input      %s: features %s, indices %s, grid %s, batch %d\n", in.label.c_str(),
                 describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
                 a.batch);
-    const std::vector<double> ms = engine->time_forward(a.warmup, a.runs);
+    const std::vector<double> ms = timed_forwards(*engine, warmup, runs, "bench");
     const Stats st = compute_stats(ms);
-    std::printf("latency    median %s ms, p99 %s ms, mean %s ms, min %s ms, max %s ms, std %s ms (%d runs after %d "
-                "warm-up)\n",
-                ms3(st.median).c_str(), ms3(st.p99).c_str(), ms3(st.mean).c_str(), ms3(st.min).c_str(),
-                ms3(st.max).c_str(), ms3(st.stddev).c_str(), a.runs, a.warmup);
+    std::printf(
+        "latency    median %s ms, p99 %s ms, mean %s ms, min %s ms, max %s ms, std %s ms (%d runs after %d "
+        "warm-up)\n",
+        ms3(st.median).c_str(), ms3(st.p99).c_str(), ms3(st.mean).c_str(), ms3(st.min).c_str(), ms3(st.max).c_str(),
+        ms3(st.stddev).c_str(), runs, warmup);
     if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
     record_runs(in.indices.dim(0), ms);
 
@@ -193,7 +226,7 @@ int run_bench(const BenchArgs& a) {
     }
   } else {
     std::printf("sweep      %zu synthetic frames (seed %llu, %s), %d warm-up + %d runs each\n", sweep.size(),
-                static_cast<unsigned long long>(a.seed), order.c_str(), a.warmup, a.runs);
+                static_cast<unsigned long long>(a.seed), order.c_str(), warmup, runs);
     Table t({"voxels", "median ms", "p99 ms", "mean ms", "min ms", "gen ms"});
     std::ostringstream sweep_csv;
     sweep_csv << "voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms\n";
@@ -207,7 +240,7 @@ int run_bench(const BenchArgs& a) {
         in = synthetic_input(so, v, a.batch);
         gen_ms = ms_since(t_gen);
         engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
-        ms = engine->time_forward(a.warmup, a.runs);
+        ms = timed_forwards(*engine, warmup, runs, std::to_string(v) + " voxels");
       } catch (const std::exception& e) {
         sweep_error = "sweep stopped at " + std::to_string(v) + " voxels: " + e.what();
         break;

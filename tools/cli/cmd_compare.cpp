@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common.h"
 #include "compare.h"
+#include "compare_layers.h"
 
 namespace scn::cli {
 
@@ -23,6 +24,25 @@ CLI::App* add_compare(CLI::App& app, CompareArgs& a) {
   CLI::Option* ib = c->add_option("--indices-b", a.indices_b, "Sparse compare: indices [N, 4] of B");
   ia->needs(ib);
   ib->needs(ia);
+  // Bisect: A = MODEL.onnx, B = the exporter's intermediates_dir (compare_layers.h).
+  CLI::Option* layers = c->add_flag(
+      "--layers", a.layers,
+      "Bisect: A is a model, B the exporter's intermediates_dir; run the model on --features/--indices/--grid "
+      "with every value exposed and compare each with B/<value>.tensor, in graph order");
+  const std::vector<CLI::Option*> run_opts = {
+      c->add_option("--features", a.features, "--layers: input features .tensor"),
+      c->add_option("--indices", a.indices, "--layers: input indices .tensor"),
+      c->add_option("--grid", a.grid, "--layers: grid in the model's index order")->check(grid_validator()),
+      c->add_option("--precision", a.precision, "--layers: activation precision")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"fp32", "fp16", "int8"})),
+      c->add_option("--device", a.device, "--layers: backend")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"cpu", "cuda", "auto"})),
+      c->add_option("--batch", a.batch, "--layers: batch size")->capture_default_str()->check(CLI::Range(1, 1 << 16)),
+      c->add_option("--threads", a.threads, "--layers: CPU threads (0: all cores)")->check(CLI::Range(0, 4096))};
+  for (CLI::Option* o : run_opts) o->needs(layers);
+  layers->excludes(ia);
   return c;
 }
 
@@ -50,6 +70,7 @@ void print_values(const char* label, const std::string& path, const Tensor& t, c
 }  // namespace
 
 int run_compare(const CompareArgs& a) {
+  if (a.layers) return run_compare_layers(a);
   const Tensor ta = Tensor::load(a.a);
   Tensor tb = Tensor::load(a.b);
   if (!a.indices_a.empty()) {

@@ -56,6 +56,9 @@ Tensor to_file_dtype(const Tensor& t, DType dtype, const std::string& what) {
 }  // namespace
 
 int run_run(const RunArgs& a) {
+  // Where the outputs go is checked before the work, not after the forward.
+  if (!a.output.empty()) check_output_file("--output", a.output);
+  if (!a.output_dir.empty()) check_output_dir("--output-dir", a.output_dir);
   const Tensor features = Tensor::load(a.features);
   const Tensor indices = Tensor::load(a.indices);
   const Int3 grid = parse_grid(a.grid);
@@ -101,6 +104,9 @@ int run_run(const RunArgs& a) {
   const DType file_dtype = opts.precision == Precision::Fp32 ? DType::Float32 : DType::Float16;
   OutputSet files;
   std::vector<std::string> output_lines;
+  // --output-dir also gets outputs.txt: which file holds which output (ONNX output names are often
+  // bare numbers), its kind, dtype, shape and the node that produced it.
+  std::string manifest = "file\toutput\tkind\tdtype\tshape\tnode\n";
   for (int i = 0; i < engine->num_outputs(); ++i) {
     const bool to_single = i == 0 && !a.output.empty();
     const bool to_dir = !a.output_dir.empty();
@@ -115,6 +121,12 @@ int run_run(const RunArgs& a) {
     std::vector<std::string> paths;
     if (to_single) paths.push_back(a.output);
     if (to_dir) paths.push_back(a.output_dir + "/" + file_safe(name) + ".tensor");
+    if (to_dir) {
+      const int producer = engine->graph().values[size_t(engine->graph().outputs[size_t(i)])].producer;
+      manifest += file_safe(name) + ".tensor\t" + name + "\t" + (sparse ? "sparse" : "dense") + "\t" +
+                  dtype_name(out.dtype()) + "\t" + out.shape_string() + "\t" +
+                  (producer >= 0 ? engine->graph().nodes[size_t(producer)].name : "") + "\n";
+    }
     for (const std::string& p : paths) {
       files.add_tensor(p, out);
       line += " -> " + p;
@@ -125,6 +137,7 @@ int run_run(const RunArgs& a) {
     }
     output_lines.push_back(line);
   }
+  if (!a.output_dir.empty()) files.add_text(a.output_dir + "/outputs.txt", manifest);
   files.commit();
 
   std::printf("model       %s (%zu nodes)\n", a.model.c_str(), engine->graph().nodes.size());

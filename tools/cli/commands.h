@@ -40,6 +40,11 @@ struct CompareArgs {
   double min_cosine = std::numeric_limits<double>::quiet_NaN();
   double max_abs = std::numeric_limits<double>::quiet_NaN();
   int top = 10;
+  /// --layers: A is a model, B the exporter's intermediates_dir; the frame and how to run it.
+  bool layers = false;
+  std::string features, indices, grid;
+  std::string precision = "fp32", device = "cpu";
+  int batch = 1, threads = 0;
 };
 CLI::App* add_compare(CLI::App& app, CompareArgs& a);
 int run_compare(const CompareArgs& a);
@@ -73,7 +78,7 @@ struct BenchArgs {
   std::string preset;
   int batch = 1;
   std::string precision = "fp16", device = "auto";
-  int warmup = 20, runs = 200, threads = 0;
+  int warmup = -1, runs = -1, threads = 0;  ///< -1: the backend's default (CUDA 20 / 200, CPU 2 / 10)
   std::string sweep, csv, sweep_csv;
   bool layers = false;
   bool no_cuda_graph = false;
@@ -105,5 +110,16 @@ struct CalibrateArgs {
 };
 CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a);
 int run_calibrate(const CalibrateArgs& a);
+
+struct VizArgs {
+  CLI::App* occupancy = nullptr;  ///< the nested subcommands (which one was parsed picks the picture)
+  CLI::App* heatmap = nullptr;
+  CLI::App* diff = nullptr;
+  std::vector<std::string> inputs;
+  std::string grid, order = "zyx", channels, output;
+  int batch_index = 0;
+};
+CLI::App* add_viz(CLI::App& app, VizArgs& a);
+int run_viz(const VizArgs& a);
 
 }  // namespace scn::cli

@@ -1,10 +1,13 @@
 #include "common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -179,6 +182,23 @@ std::vector<std::string> OutputSet::commit() {
     throw;
   }
   return written;
+}
+
+void check_output_dir(const std::string& option, const std::string& dir) {
+  std::error_code ec;
+  SCN_CHECK(std::filesystem::exists(dir, ec), option, " ", dir, ": the folder does not exist");
+  SCN_CHECK(std::filesystem::is_directory(dir, ec), option, " ", dir, ": not a folder");
+  SCN_CHECK(access(dir.c_str(), W_OK | X_OK) == 0, option, " ", dir, ": the folder is not writable");
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  SCN_CHECK(!path.empty(), option, ": empty path");
+  SCN_CHECK(!std::filesystem::is_directory(path), option, " ", path, ": is a folder, not a file");
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  std::error_code ec;
+  SCN_CHECK(std::filesystem::is_directory(dir, ec), option, " ", path, ": the folder ", dir, " does not exist");
+  SCN_CHECK(access(dir.c_str(), W_OK | X_OK) == 0, option, " ", path, ": the folder ", dir, " is not writable");
 }
 
 void write_text_file(const std::string& path, const std::string& text) { write_file_atomic(path, text); }

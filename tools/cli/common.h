@@ -63,6 +63,12 @@ class OutputSet {
   std::vector<Item> items_;
 };
 
+/// Checks before any work starts that `path` can be created: its folder exists, is a folder and is
+/// writable. Throws scn::Error naming `option` and the path.
+void check_output_file(const std::string& option, const std::string& path);
+/// Checks that `dir` exists, is a folder and is writable (scn::Error naming `option` and the path).
+void check_output_dir(const std::string& option, const std::string& dir);
+
 /// Atomically writes a text file (temporary name, then rename).
 void write_text_file(const std::string& path, const std::string& text);
 

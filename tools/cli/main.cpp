@@ -1,9 +1,11 @@
-// scn — command-line front end: run, compare, inspect, synth, bench, calibrate.
+// scn — command-line front end: run, compare, inspect, synth, bench, calibrate, viz.
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <string>
 
 #include "commands.h"
+#include "scn_version.h"
 
 int main(int argc, char** argv) {
   using namespace scn::cli;
@@ -11,6 +13,8 @@ int main(int argc, char** argv) {
   app.name("scn");
   app.require_subcommand(1, 1);
   app.fallthrough(false);
+  app.set_version_flag("--version", std::string("scn ") + SCN_VERSION +
+                                        (std::string(SCN_GIT_DESCRIBE).empty() ? "" : " (" SCN_GIT_DESCRIBE ")"));
 
   RunArgs run;
   CompareArgs compare;
@@ -18,6 +22,7 @@ int main(int argc, char** argv) {
   SynthArgs synth;
   BenchArgs bench;
   CalibrateArgs calibrate;
+  VizArgs viz;
   struct Command {
     CLI::App* app;
     std::function<int()> exec;
@@ -29,6 +34,7 @@ int main(int argc, char** argv) {
       {add_synth(app, synth), [&] { return run_synth(synth); }},
       {add_bench(app, bench), [&] { return run_bench(bench); }},
       {add_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
+      {add_viz(app, viz), [&] { return run_viz(viz); }},
   };
 
   try {

@@ -163,6 +163,11 @@ class EngineBuilder {
   ValueId push_transpose(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
                          const std::string& output_name = "");
   void push_output(ValueId x);
+  /// Marks every value a node produces as a graph output too (after the existing outputs, in node
+  /// order). Outputs are never fused away or overwritten, so an engine built afterwards keeps every
+  /// intermediate value readable through output(i) / output_name(i) on any backend (`scn compare
+  /// --layers` compares them with a reference, value by value).
+  void expose_all_values();
   /// Adds text attributes for `scn inspect` to the last pushed node.
   void annotate_last(const std::string& key, const std::string& value);
 

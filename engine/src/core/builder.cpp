@@ -348,6 +348,15 @@ void EngineBuilder::push_output(ValueId x) {
   graph_->outputs.push_back(x);
 }
 
+void EngineBuilder::expose_all_values() {
+  for (const Node& n : graph_->nodes) {
+    if (n.op == OpType::Input) continue;
+    bool is_output = false;
+    for (int o : graph_->outputs) is_output = is_output || o == n.output;
+    if (!is_output) push_output(n.output);
+  }
+}
+
 void EngineBuilder::annotate_last(const std::string& key, const std::string& value) {
   SCN_CHECK(!graph_->nodes.empty(), "annotate_last: no node pushed yet");
   touched();

@@ -2,17 +2,43 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
 
 namespace scn {
 
+namespace {
+
+// When some rows lie outside `grid` but every row lies inside the reversed grid (s2, s1, s0), the
+// indices are most likely in the other index order (xyz rows for a zyx model or the reverse):
+// the text that says so, else "".
+std::string index_order_hint(const Tensor& idx, const Int3& grid) {
+  const Int3 rev{grid[2], grid[1], grid[0]};
+  if (rev == grid) return "";
+  const int32_t* p = idx.ptr<int32_t>();
+  for (int64_t i = 0; i < idx.dim(0); ++i)
+    for (int d = 0; d < 3; ++d)
+      if (p[4 * i + 1 + d] < 0 || p[4 * i + 1 + d] >= rev[d]) return "";
+  return "; every row lies inside the reversed grid " + int3_string(rev) +
+         ": the indices look like they are in the other index order (xyz vs zyx) than the grid and the "
+         "model; reverse the columns i0, i2 of the indices (scn inspect shows the model's order)";
+}
+
+}  // namespace
+
 void check_sparse_input_shapes(const Tensor& f, const Tensor& idx, const Int3& grid, int batch_size,
                                int32_t channels, const std::string& input_name, const InputLabels& l) {
   const std::string in = "input '" + input_name + "'";
   SCN_CHECK(f.defined(), l.features, ": ", in, ": no features given");
   SCN_CHECK(idx.defined(), l.indices, ": ", in, ": no indices given");
+  // int32 features beside float indices: the two files were given the wrong way round.
+  const bool float_indices = idx.dtype() == DType::Float16 || idx.dtype() == DType::Float32;
+  SCN_CHECK(!(f.dtype() == DType::Int32 && float_indices), l.features, ": ", in,
+            ": features must be float16 or float32, got int32 ", f.shape_string(), " while ", l.indices, " holds ",
+            dtype_name(idx.dtype()), " ", idx.shape_string(),
+            ": the features and indices look swapped (features [N, C] float, indices [N, 4] int32)");
   SCN_CHECK(f.dtype() == DType::Float16 || f.dtype() == DType::Float32, l.features, ": ", in,
             ": features must be float16 or float32, got ", dtype_name(f.dtype()));
   SCN_CHECK(idx.dtype() == DType::Int32, l.indices, ": ", in, ": indices must be int32, got ",
@@ -53,9 +79,9 @@ void check_sparse_input(const Tensor& f, const Tensor& idx, const Int3& grid, in
     SCN_CHECK(r[0] >= 0 && r[0] < batch_size, l.indices, ": ", in, ": row ", i, " has batch index ",
               r[0], ", outside 0..", batch_size - 1, " for batch size ", batch_size);
     for (int d = 0; d < 3; ++d)
-      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[d], l.indices, ": ", in, ": row ", i,
-                " coordinate (", r[1], ", ", r[2], ", ", r[3], ") lies outside the grid ",
-                int3_string(grid), " on axis ", d);
+      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[d], l.indices, ": ", in, ": row ", i, " coordinate (", r[1], ", ",
+                r[2], ", ", r[3], ") lies outside the grid ", int3_string(grid), " on axis ", d,
+                index_order_hint(idx, grid));
     keys[size_t(i)] = ((int64_t(r[0]) * grid[0] + r[1]) * grid[1] + r[2]) * grid[2] + r[3];
   }
   std::vector<int64_t> order(static_cast<size_t>(n));

@@ -174,8 +174,34 @@ GraphAnalysis analyze_graph(const Graph& g) {
   return a;
 }
 
-ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector<Int3>& grids,
-                       int batch) {
+namespace {
+ShapeInfo infer_shapes_impl(const Graph& g, const GraphAnalysis& a, const std::vector<Int3>& grids, int batch,
+                            bool try_reversed);
+
+// Appended to a ScatterDense shape mismatch: whether the reversed input grid would fit, i.e. the
+// frame and its grid are most likely in the other index order than the model's.
+std::string index_order_hint(const Graph& g, const GraphAnalysis& a, const std::vector<Int3>& grids, int batch,
+                             const std::string& format) {
+  if (grids.size() != 1) return "";
+  const Int3 rev{grids[0][2], grids[0][1], grids[0][0]};
+  try {
+    infer_shapes_impl(g, a, {rev}, batch, false);
+  } catch (const Error&) {
+    return "; check the input grid " + int3_string(grids[0]) + " and its index order (the model's is '" + format + "')";
+  }
+  return "; the reversed input grid " + int3_string(rev) +
+         " fits the model: the frame and its grid look like they are in the other index order than the model's '" +
+         format + "' (reverse the grid and the columns i0, i2 of the indices)";
+}
+}  // namespace
+
+ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector<Int3>& grids, int batch) {
+  return infer_shapes_impl(g, a, grids, batch, true);
+}
+
+namespace {
+ShapeInfo infer_shapes_impl(const Graph& g, const GraphAnalysis& a, const std::vector<Int3>& grids, int batch,
+                            bool try_reversed) {
   SCN_CHECK(grids.size() == g.inputs.size(), g.source, ": ", grids.size(),
             " input grids given for ", g.inputs.size(), " graph inputs");
   SCN_CHECK(batch >= 1, "batch size must be >= 1, got ", batch);
@@ -221,9 +247,9 @@ ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector
         const int in = node.inputs[0];
         const Int3 sp = s.site_shape[size_t(a.value_sites[size_t(in)])];
         const DenseAttrs& d = node.dense;
-        SCN_CHECK(d.input_spatial_shape == sp, g.source, ": ", g.describe(int(n)),
-                  ": attribute 'input_spatial_shape' ", int3_string(d.input_spatial_shape),
-                  " does not match the spatial shape ", int3_string(sp), " of its input");
+        SCN_CHECK(d.input_spatial_shape == sp, g.source, ": ", g.describe(int(n)), ": attribute 'input_spatial_shape' ",
+                  int3_string(d.input_spatial_shape), " does not match the spatial shape ", int3_string(sp),
+                  " of its input", try_reversed ? index_order_hint(g, a, grids, batch, d.format) : std::string());
         const int64_t c = g.values[size_t(in)].channels;
         const std::vector<int64_t> want{d.output_shape[0], c, sp[0], sp[1], sp[2]};
         SCN_CHECK(d.output_shape == want, g.source, ": ", g.describe(int(n)),
@@ -267,5 +293,6 @@ ShapeInfo infer_shapes(const Graph& g, const GraphAnalysis& a, const std::vector
   }
   return s;
 }
+}  // namespace
 
 }  // namespace scn

@@ -1,28 +1,26 @@
-// Builds a one-conv graph through the installed headers and checks one output value by hand.
-#include <scn/engine.h>
+// usage: consumer MODEL.onnx FEATURES.tensor INDICES.tensor OUT.tensor
+#include <scn/onnx.h>
 
-#include <cmath>
 #include <cstdio>
 
-int main() {
-  scn::EngineBuilder b("consumer");
-  scn::ConvAttrs c;
-  c.kernel_size = {3, 3, 3};
-  c.subm = true;
-  c.weight = scn::Tensor::empty({1, 3, 3, 3, 1}, scn::DType::Float32);
-  for (int i = 0; i < 27; ++i) c.weight.ptr<float>()[i] = float(i + 1);  // center tap = 14
-  b.push_output(b.push_sparse_conv("conv0", b.push_input("0", 1), c));
-  scn::BuildOptions o;
-  o.backend = scn::Backend::Cpu;
-  o.precision = scn::Precision::Fp32;
-  auto e = b.build(o);
-  const float f[2] = {2.f, 3.f};
-  const int32_t idx[8] = {0, 1, 1, 1, 0, 1, 1, 2};  // (1,1,2) is the +x neighbour of (1,1,1)
-  e->set_input(0, scn::Tensor::from_host(f, {2, 1}, scn::DType::Float32),
-               scn::Tensor::from_host(idx, {2, 4}, scn::DType::Int32), {3, 3, 3});
-  e->forward();
-  const float y0 = e->output(0).ptr<float>()[0];
-  // out(1,1,1) = W[center]*2 + W[offset (1,1,2)]*3 = 14*2 + 15*3 = 73
-  std::printf("consumer: y0 = %g\n", y0);
-  return std::fabs(y0 - 73.f) < 1e-4f ? 0 : 1;
+int main(int argc, char** argv) {
+  if (argc != 5) return 2;
+  try {
+    // Defaults: Backend::Auto (CUDA when built with it and a GPU is present, else the CPU)
+    // and Precision::Fp16 (activations stored as float16, accumulation in float32).
+    scn::BuildOptions options;
+    std::unique_ptr<scn::Engine> engine = scn::load_engine_from_onnx(argv[1], options);
+    scn::Tensor features = scn::Tensor::load(argv[2]);          // [N, 5] float16 (or float32)
+    scn::Tensor indices = scn::Tensor::load(argv[3]);           // [N, 4] int32: batch, z, y, x (zyx models)
+    engine->set_input(0, features, indices, {41, 1440, 1440});  // grid in the same index order
+    engine->forward();  // CUDA: forward(stream) enqueues on your cudaStream_t, no host sync
+    engine->check_errors();
+    scn::Tensor bev = engine->output(0).to(scn::Device::Host);  // e.g. [1, 256, 180, 180]
+    std::printf("%s %s\n", scn::dtype_name(bev.dtype()), bev.shape_string().c_str());
+    bev.save(argv[4]);
+  } catch (const scn::Error& e) {  // every bad file, node or input row, by name
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
