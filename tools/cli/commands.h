@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "voxel_options.h"
+
 namespace scn::cli {
 
 /// CLI11 validators shared by the commands (a failure is a usage error: exit code 2).
@@ -19,6 +21,8 @@ CLI::Validator count_list_validator();
 
 struct RunArgs {
   std::string model, features, indices, grid;
+  std::string points;  ///< --points: voxelize this file (options in vox) instead of --features/--indices
+  VoxelOptions vox;
   int batch = 1;
   std::string precision = "fp16", device = "auto";
   std::string output, output_dir;
@@ -55,6 +59,8 @@ struct SynthArgs {
   uint64_t seed = 0;
   std::string order = "zyx", preset = "nuscenes", trim = "random";
   std::string features, indices;
+  std::string points;  ///< raw points .bin
+  int azimuth_steps = 0, sweeps = 0;
   int batch_index = 0, batch_size = 1;
   std::string grid;
   int channels = 0;
@@ -98,5 +104,15 @@ struct CalibrateArgs {
 };
 CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a);
 int run_calibrate(const CalibrateArgs& a);
+
+struct VoxelizeArgs {
+  std::string points, features, indices;
+  VoxelOptions vox;
+  std::string device = "auto";
+  int bench = 0, warmup = 20;
+  bool quiet = false;
+};
+CLI::App* add_voxelize(CLI::App& app, VoxelizeArgs& a);
+int run_voxelize(const VoxelizeArgs& a);
 
 }  // namespace scn::cli

@@ -1,4 +1,4 @@
-// scn — command-line front end: run, compare, inspect, synth, bench, calibrate.
+// scn — command-line front end: run, compare, inspect, synth, bench, calibrate, voxelize.
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   SynthArgs synth;
   BenchArgs bench;
   CalibrateArgs calibrate;
+  VoxelizeArgs voxelize;
   struct Command {
     CLI::App* app;
     std::function<int()> exec;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       {add_synth(app, synth), [&] { return run_synth(synth); }},
       {add_bench(app, bench), [&] { return run_bench(bench); }},
       {add_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
+      {add_voxelize(app, voxelize), [&] { return run_voxelize(voxelize); }},
   };
 
   try {
