@@ -29,9 +29,9 @@ struct BuildOptions {
   int num_threads = 0;                    ///< CPU backend threads; 0 = all cores
   /// CUDA: capacity planned for the input voxels. 0 = the largest output_bound of the graph.
   int64_t max_input_voxels = 0;
-  int max_batch = 1;       ///< CUDA: batch size the capacities are planned for
-  bool cuda_graph = true;  ///< CUDA: capture forward into a CUDA graph and replay
-  int device = 0;          ///< CUDA device ordinal
+  int max_batch = 1;                      ///< CUDA: batch size the capacities are planned for
+  bool cuda_graph = true;                 ///< CUDA: capture forward into a CUDA graph and replay
+  int device = 0;                         ///< CUDA device ordinal
 };
 
 /// Per-layer timing, filled by backends that measure it (bench).
@@ -70,8 +70,8 @@ class Engine {
   /// i2) in the model's index order, grid (s0, s1, s2) in that order, batch size. Host tensors are
   /// validated here (range, duplicates, batch, shapes); the CUDA backend checks device tensors
   /// on the device and reports problems from forward().
-  virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size = 1,
-                         const InputLabels& labels = {}) = 0;
+  virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid,
+                         int batch_size = 1, const InputLabels& labels = {}) = 0;
   /// Binds a sparse input whose row count lives in device memory (a Voxelizer's device_count()):
   /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
   /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
@@ -99,7 +99,8 @@ class Engine {
   virtual size_t workspace_bytes() const { return 0; }
 
  protected:
-  Engine(std::shared_ptr<const Graph> graph, BuildOptions options) : graph_(std::move(graph)), options_(options) {}
+  Engine(std::shared_ptr<const Graph> graph, BuildOptions options)
+      : graph_(std::move(graph)), options_(options) {}
   std::shared_ptr<const Graph> graph_;
   BuildOptions options_;
 };
@@ -114,14 +115,15 @@ class EngineBuilder {
   explicit EngineBuilder(std::string source = "<builder>");
 
   ValueId push_input(const std::string& name, int32_t channels);
-  ValueId push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& attrs, const QuantAttrs& quant = {},
-                           const std::string& output_name = "");
+  ValueId push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& attrs,
+                           const QuantAttrs& quant = {}, const std::string& output_name = "");
   ValueId push_add(const std::string& name, ValueId a, ValueId b, const QuantAttrs& quant = {},
                    const std::string& output_name = "");
   ValueId push_relu(const std::string& name, ValueId x, const std::string& output_name = "");
-  ValueId push_concat(const std::string& name, const std::vector<ValueId>& xs, const std::string& output_name = "");
-  ValueId push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs, const QuantAttrs& quant = {},
-                     const std::string& output_name = "");
+  ValueId push_concat(const std::string& name, const std::vector<ValueId>& xs,
+                      const std::string& output_name = "");
+  ValueId push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs,
+                     const QuantAttrs& quant = {}, const std::string& output_name = "");
   ValueId push_reshape(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
                        const std::string& output_name = "");
   ValueId push_transpose(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
