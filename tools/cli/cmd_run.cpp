@@ -1,4 +1,5 @@
-// scn run MODEL.onnx --features F --indices I --grid G: one forward, outputs written as .tensor.
+// scn run MODEL.onnx --features F --indices I --grid G (or --points FILE --preset NAME): one forward, outputs
+// written as .tensor.
 #include <cstdio>
 
 #include "commands.h"
@@ -11,11 +12,24 @@ namespace scn::cli {
 CLI::App* add_run(CLI::App& app, RunArgs& a) {
   CLI::App* c = app.add_subcommand("run", "Run a model on one sparse input and write its outputs");
   c->add_option("model", a.model, "ONNX model (NVIDIA SCN schema)")->required()->check(CLI::ExistingFile);
-  c->add_option("--features", a.features, "Voxel features [N, C], float16 or float32 .tensor")->required();
-  c->add_option("--indices", a.indices, "Voxel indices [N, 4] int32 .tensor (batch, i0, i1, i2)")->required();
-  c->add_option("--grid", a.grid, "Spatial shape in the model's index order, e.g. 41x1440x1440")
-      ->required()
-      ->check(grid_validator());
+  CLI::Option* f = c->add_option("--features", a.features, "Voxel features [N, C], float16 or float32 .tensor");
+  CLI::Option* i = c->add_option("--indices", a.indices, "Voxel indices [N, 4] int32 .tensor (batch, i0, i1, i2)");
+  CLI::Option* g =
+      c->add_option("--grid", a.grid,
+                    "Spatial shape in the model's index order, e.g. 41x1440x1440 (with --points: default the model's "
+                    "declared input grid, else the preset's)")
+          ->check(grid_validator());
+  c->add_option("--points", a.points, "Point file to voxelize as the input (see scn voxelize; --preset etc.)")
+      ->check(CLI::ExistingFile)
+      ->excludes(f)
+      ->excludes(i);
+  add_voxel_options(c, a.vox);
+  f->needs(i)->needs(g);
+  i->needs(f);
+  c->callback([&a] {
+    if (a.points.empty() && a.features.empty())
+      throw CLI::RequiredError("--features, --indices and --grid, or --points");
+  });
   c->add_option("--batch", a.batch, "Batch size (indices' column 0 lies in 0..B-1)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -48,8 +62,8 @@ namespace {
 Tensor to_file_dtype(const Tensor& t, DType dtype, const std::string& what) {
   const Tensor host = t.to(Device::Host);
   if (host.dtype() == dtype) return host;
-  SCN_CHECK(host.dtype() == DType::Float16 || host.dtype() == DType::Float32, what, " is ",
-            dtype_name(host.dtype()), "; only float outputs can be converted to ", dtype_name(dtype));
+  SCN_CHECK(host.dtype() == DType::Float16 || host.dtype() == DType::Float32, what, " is ", dtype_name(host.dtype()),
+            "; only float outputs can be converted to ", dtype_name(dtype));
   return host.to_dtype(dtype);
 }
 
@@ -59,9 +73,16 @@ int run_run(const RunArgs& a) {
   // Where the outputs go is checked before the work, not after the forward.
   if (!a.output.empty()) check_output_file("--output", a.output);
   if (!a.output_dir.empty()) check_output_dir("--output-dir", a.output_dir);
-  const Tensor features = Tensor::load(a.features);
-  const Tensor indices = Tensor::load(a.indices);
-  const Int3 grid = parse_grid(a.grid);
+  const bool from_points = !a.points.empty();
+  SCN_CHECK(from_points || (!a.features.empty() && !a.indices.empty() && !a.grid.empty()),
+            "give --features, --indices and --grid, or --points");
+  Tensor features, indices;
+  Int3 grid{};
+  if (!from_points) {
+    features = Tensor::load(a.features);
+    indices = Tensor::load(a.indices);
+    grid = parse_grid(a.grid);
+  }
 
   BuildOptions opts;
   opts.backend = parse_backend(a.device);
@@ -72,6 +93,7 @@ int run_run(const RunArgs& a) {
   opts.cuda.autotune = !a.no_autotune;
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
+  if (from_points) opts.max_input_voxels = make_voxelizer_config(a.vox).max_voxels;
 
   const int64_t t_parse = now_ns();
   EngineBuilder builder = parse_onnx(a.model);
@@ -85,8 +107,15 @@ int run_run(const RunArgs& a) {
             " inputs; scn run binds exactly one");
 
   InputLabels labels;
-  labels.features = a.features;
-  labels.indices = a.indices;
+  labels.features = from_points ? a.points + " (voxel features)" : a.features;
+  labels.indices = from_points ? a.points + " (voxel indices)" : a.indices;
+  PointsInput pin;
+  if (from_points) {
+    pin = voxelize_for_engine(a.points, a.vox, *engine, a.grid);
+    features = pin.features;
+    indices = pin.indices;
+    grid = pin.grid;
+  }
   engine->set_input(0, features, indices, grid, a.batch, labels);
 
   // The first forward also yields the outputs; later ones only time.
@@ -141,9 +170,17 @@ int run_run(const RunArgs& a) {
   files.commit();
 
   std::printf("model       %s (%zu nodes)\n", a.model.c_str(), engine->graph().nodes.size());
-  std::printf("input '%s'   features %s: %s\n", engine->input_name(0).c_str(), a.features.c_str(),
+  if (from_points)
+    std::printf(
+        "points      %s: %lld points -> %lld voxels (dropped %lld out of range, %lld non-finite, %lld beyond "
+        "the per-voxel limit) in %.3f ms on %s; %s\n",
+        a.points.c_str(), static_cast<long long>(pin.stats.points), static_cast<long long>(pin.stats.voxels),
+        static_cast<long long>(pin.stats.dropped_out_of_range), static_cast<long long>(pin.stats.dropped_non_finite),
+        static_cast<long long>(pin.stats.dropped_full), pin.voxelize_ms, backend_name(engine->backend()),
+        pin.grid_note.c_str());
+  std::printf("input '%s'   features %s: %s\n", engine->input_name(0).c_str(), labels.features.c_str(),
               describe_tensor(features).c_str());
-  std::printf("            indices  %s: %s, grid %s, batch %d\n", a.indices.c_str(),
+  std::printf("            indices  %s: %s, grid %s, batch %d\n", labels.indices.c_str(),
               describe_tensor(indices).c_str(), int3_string(grid).c_str(), a.batch);
   std::printf("backend     %s, precision %s\n", backend_name(engine->backend()), precision_name(engine->precision()));
   std::printf("build       %.1f ms (parse %.1f ms, build %.1f ms)\n", parse_ms + build_ms, parse_ms, build_ms);

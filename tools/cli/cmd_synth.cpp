@@ -1,10 +1,12 @@
-// scn synth --voxels N --seed S --features F --indices I: a synthetic LiDAR-like frame.
+// scn synth --voxels N --seed S --features F --indices I [--points P.bin]: a synthetic LiDAR-like frame
+// (voxels, and the raw points before voxelization).
 #include <algorithm>
 #include <cstdio>
 
 #include "commands.h"
 #include "common.h"
 #include "scn/half.h"
+#include "scn/points.h"
 #include "synthetic_frame.h"
 
 namespace scn::cli {
@@ -37,8 +39,14 @@ CLI::App* add_synth(CLI::App& app, SynthArgs& a) {
   c->add_option("--batch-size", a.batch_size, "Frames to concatenate (batch indices 0..B-1, seeds derived from --seed)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  c->add_option("--features", a.features, "Output features .tensor (float16 [N, C])")->required();
-  c->add_option("--indices", a.indices, "Output indices .tensor (int32 [N, 4])")->required();
+  c->add_option("--features", a.features, "Output features .tensor (float16 [N, C])");
+  c->add_option("--indices", a.indices, "Output indices .tensor (int32 [N, 4])");
+  c->add_option("--points", a.points,
+                "Also (or only) write the raw points the scan produced inside the range, before voxelization: "
+                "float32 .bin rows of C values (x, y, z, intensity[, time lag]), KITTI / nuScenes layout");
+  c->add_option("--azimuth-steps", a.azimuth_steps, "Rays per beam and revolution (0: the preset's)")
+      ->check(CLI::Range(0, 1 << 20));
+  c->add_option("--sweeps", a.sweeps, "Sweeps merged at most (0: the preset's)")->check(CLI::Range(0, 1000));
   c->add_flag("--quiet", a.quiet, "Print nothing");
   return c;
 }
@@ -51,6 +59,12 @@ int run_synth(const SynthArgs& a) {
   o.trim = a.trim == "farthest" ? synth::Trim::Farthest : synth::Trim::Random;
   o.batch_index = a.batch_index;
   if (a.channels) o.channels = a.channels;
+  if (a.azimuth_steps) o.azimuth_steps = a.azimuth_steps;
+  if (a.sweeps) o.sweeps = a.sweeps;
+  o.keep_points = !a.points.empty();
+  SCN_CHECK(!a.features.empty() == !a.indices.empty(), "--features and --indices go together");
+  SCN_CHECK(!a.features.empty() || o.keep_points, "give --features and --indices, or --points");
+  SCN_CHECK(!o.keep_points || a.batch_size == 1, "--points writes one frame: --batch-size must be 1");
   if (!a.grid.empty()) {
     const Int3 g = parse_grid(a.grid);
     o.grid_zyx = o.order == synth::IndexOrder::Zyx ? std::array<int32_t, 3>{g[0], g[1], g[2]}
@@ -63,9 +77,15 @@ int run_synth(const SynthArgs& a) {
   const double ms = ms_since(t0);
 
   OutputSet files;
-  files.add_tensor(a.features, synth::features_tensor(f));
-  files.add_tensor(a.indices, synth::indices_tensor(f));
+  if (!a.features.empty()) {
+    files.add_tensor(a.features, synth::features_tensor(f));
+    files.add_tensor(a.indices, synth::indices_tensor(f));
+  }
   files.commit();
+  if (o.keep_points) {
+    const int64_t n = int64_t(f.raw_points.size()) / o.channels;
+    write_points_bin(a.points, Tensor::from_host(f.raw_points.data(), {n, o.channels}, DType::Float32));
+  }
   if (a.quiet) return 0;
 
   // Per-axis coordinate ranges and feature ranges.
@@ -98,7 +118,10 @@ int run_synth(const SynthArgs& a) {
   std::printf("scan      %d sweeps, %d beams x %d passes, %d azimuth steps, %d objects, %lld points\n", f.sweeps,
               f.beams, f.passes, f.azimuth_steps, f.objects, static_cast<long long>(f.points));
   std::printf("time      %.1f ms\n", ms);
-  std::printf("wrote     %s, %s\n", a.features.c_str(), a.indices.c_str());
+  if (!a.features.empty()) std::printf("wrote     %s, %s\n", a.features.c_str(), a.indices.c_str());
+  if (o.keep_points)
+    std::printf("wrote     %s: %lld points x %d float32 (inside the range, scan order)\n", a.points.c_str(),
+                static_cast<long long>(f.raw_points.size() / size_t(o.channels)), o.channels);
   return 0;
 }
 

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "voxel_options.h"
+
 namespace scn::cli {
 
 /// CLI11 validators shared by the commands (a failure is a usage error: exit code 2).
@@ -19,6 +21,8 @@ CLI::Validator count_list_validator();
 
 struct RunArgs {
   std::string model, features, indices, grid;
+  std::string points;  ///< --points: voxelize this file (options in vox) instead of --features/--indices
+  VoxelOptions vox;
   int batch = 1;
   std::string precision = "fp16", device = "auto";
   std::string output, output_dir;
@@ -63,6 +67,8 @@ struct SynthArgs {
   uint64_t seed = 0;
   std::string order = "zyx", preset = "nuscenes", trim = "random";
   std::string features, indices;
+  std::string points;  ///< raw points .bin
+  int azimuth_steps = 0, sweeps = 0;
   int batch_index = 0, batch_size = 1;
   std::string grid;
   int channels = 0;
@@ -121,5 +127,14 @@ struct VizArgs {
 };
 CLI::App* add_viz(CLI::App& app, VizArgs& a);
 int run_viz(const VizArgs& a);
+struct VoxelizeArgs {
+  std::string points, features, indices;
+  VoxelOptions vox;
+  std::string device = "auto";
+  int bench = 0, warmup = 20;
+  bool quiet = false;
+};
+CLI::App* add_voxelize(CLI::App& app, VoxelizeArgs& a);
+int run_voxelize(const VoxelizeArgs& a);
 
 }  // namespace scn::cli

@@ -1,4 +1,4 @@
-// scn — command-line front end: run, compare, inspect, synth, bench, calibrate, viz.
+// scn — command-line front end: run, compare, inspect, synth, bench, calibrate, viz, voxelize.
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   BenchArgs bench;
   CalibrateArgs calibrate;
   VizArgs viz;
+  VoxelizeArgs voxelize;
   struct Command {
     CLI::App* app;
     std::function<int()> exec;
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
       {add_bench(app, bench), [&] { return run_bench(bench); }},
       {add_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
       {add_viz(app, viz), [&] { return run_viz(viz); }},
+      {add_voxelize(app, voxelize), [&] { return run_voxelize(voxelize); }},
   };
 
   try {

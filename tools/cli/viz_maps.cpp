@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/half.h"
+#include "scn/half.h"
 #include "scn/error.h"
 
 namespace scn::cli {

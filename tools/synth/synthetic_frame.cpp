@@ -342,8 +342,8 @@ double intersect(const Object& o, const double* org, const double* d, double& co
 // table: consecutive points of a scan fall into neighbouring columns, so lookups stay in cache.
 class VoxelAccumulator {
  public:
-  explicit VoxelAccumulator(const std::array<int32_t, 3>& grid_zyx)
-      : nx_(grid_zyx[2]), head_(size_t(grid_zyx[1]) * size_t(grid_zyx[2]), -1) {}
+  explicit VoxelAccumulator(const std::array<int32_t, 3>& grid_zyx, int keep_point_columns = 0)
+      : nx_(grid_zyx[2]), keep_(keep_point_columns), head_(size_t(grid_zyx[1]) * size_t(grid_zyx[2]), -1) {}
   void add(int32_t iz, int32_t iy, int32_t ix, const double* f) {
     const size_t col = size_t(iy) * size_t(nx_) + size_t(ix);
     for (int32_t id = head_[col]; id >= 0; id = recs_[size_t(id)].next) {
@@ -376,7 +376,10 @@ class VoxelAccumulator {
       if (id >= 0) __builtin_prefetch(&recs_[size_t(id)]);
     }
     for (const Point& p : pts) add(p.iz, p.iy, p.ix, p.f);
+    for (const Point& p : pts)
+      for (int c = 0; c < keep_; ++c) points_.push_back(float(p.f[c]));
   }
+  std::vector<float>& points() { return points_; }
   int64_t size() const { return int64_t(recs_.size()); }
   void coords(int64_t i, int32_t& iz, int32_t& iy, int32_t& ix) const {
     const Rec& r = recs_[size_t(i)];
@@ -391,6 +394,8 @@ class VoxelAccumulator {
   };
   size_t col(const Point& p) const { return size_t(p.iy) * size_t(nx_) + size_t(p.ix); }
   int32_t nx_;
+  int keep_;  // columns of each point kept in points_ (0: none)
+  std::vector<float> points_;
   std::vector<int32_t> head_;
   std::vector<Rec> recs_;
 };
@@ -710,7 +715,7 @@ Frame generate_frame(const FrameOptions& opts) {
   while (attempts < 8) {
     Attempt at;
     at.params = thinned(opts, density);
-    at.acc = std::make_unique<VoxelAccumulator>(g);
+    at.acc = std::make_unique<VoxelAccumulator>(g, opts.keep_points ? opts.channels : 0);
     at.res = scanner.scan(sc, at.params, target, *at.acc);
     ++attempts;
     const int64_t n = at.acc->size();
@@ -758,6 +763,7 @@ Frame generate_frame(const FrameOptions& opts) {
   fr.attempts = attempts;
   fr.points = best.res.points;
   fr.voxels_before_trim = m;
+  fr.raw_points = std::move(best.acc->points());
   fr.features.resize(keep.size() * size_t(opts.channels));
   fr.indices.resize(keep.size() * 4);
   for (size_t r = 0; r < keep.size(); ++r) {

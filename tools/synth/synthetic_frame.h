@@ -63,6 +63,8 @@ struct FrameOptions {
   float max_range = 100.f;
   int sweeps = 10;              ///< sweeps merged at most (nuScenes: 10)
   float sweep_interval = 0.05f; ///< seconds between sweeps (the time-lag step)
+  /// Keep the raw points (those inside the range, before voxelization) in Frame::raw_points.
+  bool keep_points = false;
 
   /// nuScenes / CenterPoint: the defaults above.
   static FrameOptions nuscenes();
@@ -87,6 +89,9 @@ struct Frame {
   int attempts = 0;                ///< scans run to land on the requested count
   int64_t points = 0;              ///< points voxelized
   int64_t voxels_before_trim = 0;
+  /// With FrameOptions::keep_points: [points, channels] float32 rows (x, y, z, intensity[, time
+  /// lag]) in scan order, every point of the scan that produced the frame.
+  std::vector<float> raw_points;
 };
 
 /// Grid of the options in (z, y, x) order.

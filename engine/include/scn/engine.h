@@ -109,6 +109,14 @@ class Engine {
   /// on the device and reports problems from forward().
   virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid,
                          int batch_size = 1, const InputLabels& labels = {}) = 0;
+  /// Binds a sparse input whose row count lives in device memory (a Voxelizer's device_count()):
+  /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
+  /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
+  /// count above the capacity planned at build is a device error raised by check_errors().
+  /// Backends without it throw scn::Error (docs/voxelize.md, "One graph from points to BEV").
+  virtual void set_input_device_count(int index, const Tensor& features, const Tensor& indices,
+                                      const int32_t* device_count, const Int3& grid, int batch_size = 1,
+                                      const InputLabels& labels = {});
   /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t), no host synchronisation.
   virtual void forward(void* stream = nullptr) = 0;
   /// A graph output (dense output: the tensor; sparse output: its features [N, C]). Lives on the

@@ -26,6 +26,12 @@ int Engine::output_index(const std::string& name) const {
   SCN_FAIL(graph_->source, ": the model has no output named '", name, "'");
 }
 
+void Engine::set_input_device_count(int index, const Tensor&, const Tensor&, const int32_t*, const Int3&, int,
+                                    const InputLabels&) {
+  SCN_FAIL(graph_->source, ": input '", input_name(index), "': the ", backend_name(backend()),
+           " engine does not take a device-side input count (set_input_device_count); bind with set_input");
+}
+
 std::vector<double> Engine::time_forward(int warmup, int runs) {
   for (int i = 0; i < warmup; ++i) forward();
   std::vector<double> ms;

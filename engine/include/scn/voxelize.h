@@ -1,0 +1,141 @@
+// scn — voxelization: raw LiDAR points [P, C] -> voxel features [N, F] and indices [N, 4].
+//
+//   auto cfg = scn::voxelizer_preset("nuscenes-centerpoint");
+//   scn::VoxelizeResult v = scn::voxelize(points, cfg);          // CPU, the oracle
+//   engine->set_input(0, v.features, v.indices, scn::model_grid(cfg));
+//
+//   auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, 300000);  // CUDA: enqueue only
+//   vox->run(device_points, stream);                                       // no host sync
+//   const int32_t* n = vox->device_count();                                // N stays on the device
+//
+// The rules (docs/voxelize.md):
+//  - cell of a point: floor((p - min) / size) per axis, in float32 (IEEE subtract, IEEE divide,
+//    no FMA, no fast math), as NVIDIA's voxelization kernel computes it;
+//  - a point is kept when x, y, z are finite, min <= p < max on every axis (half-open) and its
+//    cell lies inside the grid; the others are dropped and counted (non-finite / out of range);
+//  - a voxel keeps its first max_points_per_voxel points in INPUT order; the rest are counted;
+//  - voxels come out in ascending order of their indices (i0, i1, i2) in the chosen index order;
+//  - Mean: the kept points' columns summed in float32 in input order, then one divide by the
+//    count (First: the first point's columns); CPU and CUDA results are bitwise equal;
+//  - more voxels than max_voxels is an error (scn::Error; CUDA: a device flag raised by
+//    check_errors()), never a silent truncation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scn/tensor.h"
+#include "scn/types.h"
+
+namespace scn {
+
+enum class VoxelReduction { Mean, First };
+
+/// Index order of the voxel indices and grids: Zyx = (b, z, y, x) as CenterPoint / OpenPCDet,
+/// Xyz = (b, x, y, z) as BEVFusion exported with --origin.
+enum class VoxelOrder { Zyx, Xyz };
+
+struct VoxelizerConfig {
+  std::string name = "custom";                   ///< preset name, for messages
+  std::array<float, 6> range{0, 0, 0, 0, 0, 0};  ///< x0 y0 z0 x1 y1 z1 (metres), half-open [min, max)
+  std::array<float, 3> voxel_size{0, 0, 0};      ///< x y z (metres)
+  int max_points_per_voxel = 1;
+  int64_t max_voxels = 1;
+  VoxelReduction reduction = VoxelReduction::Mean;
+  int point_columns = 4;                         ///< columns of a point row; x, y, z are columns 0, 1, 2
+  std::vector<int> feature_columns{0, 1, 2, 3};  ///< point columns that become the features, in order
+  VoxelOrder order = VoxelOrder::Zyx;
+  int32_t batch_index = 0;               ///< written into column 0 of the indices
+  DType feature_dtype = DType::Float16;  ///< Float16 or Float32
+  /// spconv convention (OpenPCDet, CenterPoint, NVIDIA): the network's grid has one z plane more
+  /// than the voxel grid (41 for 40). model_grid() adds it; check_grid() accepts both.
+  bool model_z_plus_one = true;
+};
+
+/// Names of the presets: "nuscenes-centerpoint", "kitti-second", "waymo-centerpoint".
+std::vector<std::string> voxelizer_preset_names();
+/// A preset by name; throws scn::Error listing the names for an unknown one.
+VoxelizerConfig voxelizer_preset(const std::string& name);
+/// Throws scn::Error naming the field of the first invalid setting.
+void validate(const VoxelizerConfig& config);
+
+/// The voxel grid that follows from range and size (round((max - min) / size) per axis, in
+/// float32 as NVIDIA's voxelizer does), in the config's index order.
+Int3 voxel_grid(const VoxelizerConfig& config);
+/// The grid to bind the network input with: voxel_grid() with one z plane more when
+/// model_z_plus_one is set.
+Int3 model_grid(const VoxelizerConfig& config);
+/// Checks a model's input grid (in the config's index order) against the voxel grid. Returns a
+/// one-line note of how they relate ("equal" or "z + 1 (spconv convention)"); throws scn::Error
+/// saying both grids and which axis disagrees otherwise.
+std::string check_grid(const VoxelizerConfig& config, const Int3& model_input_grid);
+
+struct VoxelizeStats {
+  int64_t points = 0;                ///< points given
+  int64_t voxels = 0;                ///< voxels found (may exceed max_voxels: then an error)
+  int64_t dropped_out_of_range = 0;  ///< outside [min, max) or outside the grid
+  int64_t dropped_non_finite = 0;    ///< x, y or z NaN or infinite
+  int64_t dropped_full = 0;          ///< beyond max_points_per_voxel in their voxel
+  int64_t kept() const { return points - dropped_out_of_range - dropped_non_finite - dropped_full; }
+};
+
+struct VoxelizeResult {
+  Tensor features;  ///< host [N, F], config.feature_dtype
+  Tensor indices;   ///< host int32 [N, 4]: batch, i0, i1, i2
+  VoxelizeStats stats;
+};
+
+/// CPU voxelization (the oracle). points: host [P, point_columns] float32 or float16. Throws
+/// scn::Error for a bad config, a bad points tensor or more voxels than max_voxels.
+VoxelizeResult voxelize(const Tensor& points, const VoxelizerConfig& config);
+
+/// A reusable voxelizer with its buffers sized once. CPU: run() computes at once. CUDA: run()
+/// only enqueues on the given stream (no allocation, no host synchronisation); the voxel count
+/// stays in device memory; count(), stats(), features() and indices() synchronise.
+class Voxelizer {
+ public:
+  virtual ~Voxelizer() = default;
+  Voxelizer(const Voxelizer&) = delete;
+  Voxelizer& operator=(const Voxelizer&) = delete;
+
+  /// Backend::Auto picks CUDA when available. max_points: the largest point count run() accepts.
+  static std::unique_ptr<Voxelizer> create(const VoxelizerConfig& config, Backend backend, int64_t max_points,
+                                           int device = 0);
+
+  virtual Backend backend() const = 0;
+  const VoxelizerConfig& config() const { return config_; }
+  int64_t max_points() const { return max_points_; }
+
+  /// Voxelizes points [P, point_columns] (float32 / float16; CUDA: host or device tensor, host
+  /// points are copied on the stream). P > max_points is an scn::Error here.
+  virtual void run(const Tensor& points, void* stream = nullptr) = 0;
+  /// Voxel count; synchronises (CUDA) and raises a pending overflow error first.
+  virtual int64_t count() = 0;
+  /// CUDA: the int32 voxel count in device memory (min(found, max_voxels)), written by run().
+  /// nullptr on the CPU backend.
+  virtual const int32_t* device_count() const = 0;
+  /// Features [count, F] and indices [count, 4] on the backend's device; synchronise.
+  virtual Tensor features() = 0;
+  virtual Tensor indices() = 0;
+  /// The whole output buffers [max_voxels, F] / [max_voxels, 4] without synchronising (rows
+  /// beyond the device count are undefined), for consumers that read the count on the device.
+  virtual Tensor features_buffer() = 0;
+  virtual Tensor indices_buffer() = 0;
+  /// Statistics of the last run; synchronise.
+  virtual VoxelizeStats stats() = 0;
+  /// Raises a pending device-side error (more voxels than max_voxels) after the stream is done.
+  virtual void check_errors() = 0;
+  /// CUDA: times `runs` run() calls after `warmup` ones with CUDA events; milliseconds per run.
+  /// CPU: wall clock.
+  virtual std::vector<double> time_run(const Tensor& points, int warmup, int runs) = 0;
+
+ protected:
+  Voxelizer(VoxelizerConfig config, int64_t max_points) : config_(std::move(config)), max_points_(max_points) {}
+  VoxelizerConfig config_;
+  int64_t max_points_;
+};
+
+}  // namespace scn

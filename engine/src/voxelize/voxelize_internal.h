@@ -1,0 +1,19 @@
+// Pieces shared by the CPU and CUDA voxelizers (not public).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "scn/voxelize.h"
+
+namespace scn::vox {
+
+/// Throws scn::Error unless points is [P, point_columns] float32 / float16.
+void check_points(const Tensor& points, const VoxelizerConfig& config, const char* where);
+/// The message of a max_voxels overflow (CPU exception and CUDA check_errors()).
+std::string overflow_message(const VoxelizerConfig& config, int64_t voxels, int64_t points);
+
+/// Defined by voxelize_cuda.cu in CUDA builds.
+std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device);
+
+}  // namespace scn::vox

@@ -1,0 +1,172 @@
+// Point files: raw float32 / float16 .bin, .tensor and PCD (ascii, binary), and every malformed
+// case named by file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/half.h"
+#include "scn/error.h"
+#include "scn/points.h"
+
+namespace {
+
+using namespace scn;
+namespace fs = std::filesystem;
+
+std::string dir() {
+  static const std::string d = [] {
+    const fs::path p = fs::temp_directory_path() / ("scn_point_files_" + std::to_string(getpid()));
+    fs::create_directories(p);
+    return p.string();
+  }();
+  return d;
+}
+
+std::string write(const std::string& name, const std::string& bytes) {
+  const std::string p = dir() + "/" + name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+template <typename T>
+std::string raw(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+/// Expects scn::Error whose message holds every fragment.
+template <typename F>
+void expect_error(F&& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const std::string& s : fragments) EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << e.what();
+  }
+}
+
+TEST(PointFiles, BinFloat32RoundTripAndColumns) {
+  const std::vector<float> v = {1.f, 2.f, 3.f, 4.f, 5.f, -6.f, 7.5f, 8.f, 9.f, 10.f};
+  const std::string p = write("a.bin", raw(v));
+  PointFileOptions o;
+  o.columns = 5;
+  const Tensor t = read_points(p, o);
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(t.dtype(), DType::Float32);
+  EXPECT_EQ(t.ptr<float>()[5], -6.f);
+  o.columns = 4;  // 40 bytes is not a multiple of 16
+  expect_error([&] { read_points(p, o); }, {p, "40 bytes", "16-byte row"});
+  o.columns = 0;
+  expect_error([&] { read_points(p, o); }, {p, "column count"});
+  const std::string q = dir() + "/w.bin";
+  write_points_bin(q, t);
+  o.columns = 5;
+  EXPECT_EQ(raw(v), std::string(reinterpret_cast<const char*>(read_points(q, o).data()), 40));
+}
+
+TEST(PointFiles, BinFloat16AsNvidiaWorkspace) {
+  std::vector<uint16_t> h;
+  for (float f : {1.5f, -2.f, 0.25f, 30.f, 0.f, 4.f, 5.f, 6.f, 7.f, 0.5f}) h.push_back(float_to_half(f));
+  const std::string p = write("nv.bin", raw(h));
+  PointFileOptions o;
+  o.format = PointFormat::BinF16;
+  o.columns = 5;
+  const Tensor t = read_points(p, o);
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(t.dtype(), DType::Float16);
+  EXPECT_EQ(half_to_float(t.ptr<uint16_t>()[3]), 30.f);
+  const std::string odd = write("odd.bin", raw(h).substr(0, 18));
+  expect_error([&] { read_points(odd, o); }, {odd, "18 bytes", "10-byte row"});
+}
+
+TEST(PointFiles, TensorFiles) {
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::string p = dir() + "/p.tensor";
+  Tensor::from_host(v.data(), {2, 4}, DType::Float32).save(p);
+  PointFileOptions o;
+  EXPECT_EQ(read_points(p, o).shape(), (std::vector<int64_t>{2, 4}));
+  o.columns = 5;
+  expect_error([&] { read_points(p, o); }, {p, "4 columns, 5 expected"});
+  const std::vector<int32_t> ints = {1, 2, 3, 4};
+  const std::string q = dir() + "/i.tensor";
+  Tensor::from_host(ints.data(), {1, 4}, DType::Int32).save(q);
+  expect_error([&] { read_points(q, {}); }, {q, "int32"});
+  expect_error([&] { read_points(dir() + "/missing.tensor", {}); }, {"missing.tensor"});
+  expect_error([&] { read_points(dir() + "/cloud.xyz", {}); }, {"cloud.xyz", "format"});
+  expect_error([&] { parse_point_format("ply"); }, {"ply"});
+}
+
+const char* kHeader =
+    "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS x y z ring intensity\nSIZE 4 4 4 2 1\n"
+    "TYPE F F F U U\nCOUNT 1 1 1 1 1\nWIDTH 3\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS 3\n";
+
+TEST(PointFiles, PcdAsciiFieldsByName) {
+  const std::string p = write("a.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n-4.5 5 6 8 17\nnan 0 0 9 0\n");
+  PointFileOptions o;
+  o.fields = {"intensity", "x", "y", "z"};
+  const Tensor t = read_points(p, o);
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{3, 4}));
+  const float* f = t.ptr<float>();
+  EXPECT_EQ(f[0], 200.f);
+  EXPECT_EQ(f[1], 1.f);
+  EXPECT_EQ(f[4], 17.f);
+  EXPECT_EQ(f[5], -4.5f);
+  EXPECT_TRUE(std::isnan(f[9]));
+}
+
+TEST(PointFiles, PcdBinaryMixedTypes) {
+  std::string body;
+  for (int i = 0; i < 3; ++i) {
+    const float xyz[3] = {float(i), float(i) * 2.f, -float(i)};
+    const uint16_t ring = uint16_t(i + 1);
+    const uint8_t inten = uint8_t(100 + i);
+    body += std::string(reinterpret_cast<const char*>(xyz), 12);
+    body += std::string(reinterpret_cast<const char*>(&ring), 2);
+    body += std::string(reinterpret_cast<const char*>(&inten), 1);
+  }
+  const std::string p = write("b.pcd", std::string(kHeader) + "DATA binary\n" + body);
+  PointFileOptions o;
+  o.fields = {"x", "y", "z", "intensity", "ring"};
+  const Tensor t = read_points(p, o);
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{3, 5}));
+  const float* f = t.ptr<float>();
+  EXPECT_EQ(f[5 + 1], 2.f);
+  EXPECT_EQ(f[5 + 3], 101.f);
+  EXPECT_EQ(f[10 + 4], 3.f);
+  const std::string cut = write("cut.pcd", std::string(kHeader) + "DATA binary\n" + body.substr(0, 40));
+  expect_error([&] { read_points(cut, o); }, {cut, "truncated", "40 bytes"});
+  const std::string extra = write("extra.pcd", std::string(kHeader) + "DATA binary\n" + body + "xx");
+  expect_error([&] { read_points(extra, o); }, {extra, "2 bytes beyond"});
+}
+
+TEST(PointFiles, PcdErrorsNameTheFile) {
+  PointFileOptions o;
+  const std::string unk = write("u.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n1 2 3 7 200\n1 2 3 7 200\n");
+  o.fields = {"x", "y", "z", "time"};
+  expect_error([&] { read_points(unk, o); }, {unk, "no field 'time'", "x y z ring intensity"});
+  o.fields = {"x", "y", "z", "intensity"};
+  const std::string shortp = write("s.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n");
+  expect_error([&] { read_points(shortp, o); }, {shortp, "truncated", "1 of 3"});
+  const std::string comp = write("c.pcd", std::string(kHeader) + "DATA binary_compressed\n....");
+  expect_error([&] { read_points(comp, o); }, {comp, "binary_compressed", "not supported"});
+  const std::string bad = write("bad.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n1 x 3 7 200\n1 2 3 7 1\n");
+  expect_error([&] { read_points(bad, o); }, {bad, "'x'", "not a number"});
+  const std::string cols = write("cols.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7\n1 2 3 7 1\n1 2 3 7 1\n");
+  expect_error([&] { read_points(cols, o); }, {cols, "4 values, 5 expected"});
+  const std::string nodata = write("n.pcd", std::string(kHeader));
+  expect_error([&] { read_points(nodata, o); }, {nodata, "DATA"});
+  const std::string multi =
+      write("m.pcd", "FIELDS x y z normal\nSIZE 4 4 4 4\nTYPE F F F F\nCOUNT 1 1 1 3\nWIDTH 0\nHEIGHT 1\nDATA ascii\n");
+  o.fields = {"x", "normal"};
+  expect_error([&] { read_points(multi, o); }, {multi, "'normal' has COUNT 3"});
+  o.fields = {"x", "y", "z"};
+  EXPECT_EQ(read_points(multi, o).dim(0), 0);
+  const std::string badtype = write("t.pcd", "FIELDS x\nSIZE 3\nTYPE F\nWIDTH 1\nHEIGHT 1\nDATA ascii\n1\n");
+  o.fields = {"x"};
+  expect_error([&] { read_points(badtype, o); }, {badtype, "SIZE 3"});
+}
+
+}  // namespace

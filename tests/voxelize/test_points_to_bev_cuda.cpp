@@ -1,0 +1,91 @@
+// Phase 2 of the voxelizer (docs/voxelize.md, "One graph from points to BEV"): points on the
+// device -> CUDA voxelizer -> CUDA engine bound with set_input_device_count, captured into ONE
+// CUDA graph (voxelizer run + engine forward, no host synchronisation in between), compared bit
+// for bit with the two-step path (count read back, set_input with [N, C] tensors). Fails until
+// the CUDA engine implements set_input_device_count; skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/centerpoint_graph.h"
+#include "scn/engine.h"
+#include "voxelize/voxelize_test_util.h"
+#ifdef SCN_TEST_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using namespace scn;
+
+#ifdef SCN_TEST_CUDA_RUNTIME
+std::vector<uint8_t> host_bytes(const Tensor& t) {
+  const Tensor h = t.to(Device::Host);
+  const auto* p = static_cast<const uint8_t*>(h.data());
+  return std::vector<uint8_t>(p, p + h.bytes());
+}
+
+TEST(PointsToBevCuda, OneGraphEqualsTwoSteps) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor points = voxtest::make_cloud(c, 270000, 17, /*non_finite=*/true).to(Device::Cuda);
+  const Int3 grid = model_grid(c);  // 41 x 1440 x 1440
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.max_input_voxels = c.max_voxels;
+  o.cuda_graph = false;  // the caller captures voxelizer + engine into its own graph
+  const EngineBuilder b = test::centerpoint_builder(grid, 5);
+
+  // Two steps: the count comes back to the host between voxelizer and engine.
+  auto vox_a = Voxelizer::create(c, Backend::Cuda, 300000);
+  auto eng_a = b.build(o);
+  vox_a->run(points, nullptr);
+  eng_a->set_input(0, vox_a->features(), vox_a->indices(), grid);
+  eng_a->forward(nullptr);
+  eng_a->check_errors();
+  const std::vector<uint8_t> want = host_bytes(eng_a->output(0));
+
+  // One graph: the count never leaves the device.
+  auto vox_b = Voxelizer::create(c, Backend::Cuda, 300000);
+  auto eng_b = b.build(o);
+  eng_b->set_input_device_count(0, vox_b->features_buffer(), vox_b->indices_buffer(), vox_b->device_count(), grid);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  vox_b->run(points, s);  // warm-up outside the capture (lazy planning, autotuning)
+  eng_b->forward(s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  vox_b->run(points, s);
+  eng_b->forward(s);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  vox_b->check_errors();
+  eng_b->check_errors();
+  EXPECT_EQ(vox_b->count(), vox_a->count());
+  EXPECT_TRUE(host_bytes(eng_b->output(0)) == want) << "one-graph BEV map differs from the two-step one";
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+#endif
+
+TEST(PointsToBev, CpuEngineRefusesADeviceCountClearly) {
+  const EngineBuilder b = test::centerpoint_builder({41, 32, 32}, 5);
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  auto e = b.build(o);
+  const Tensor f = Tensor::empty({4, 5}, DType::Float16), i = Tensor::empty({4, 4}, DType::Int32);
+  try {
+    e->set_input_device_count(0, f, i, nullptr, {41, 32, 32});
+    FAIL() << "no error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("set_input_device_count"), std::string::npos) << err.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,157 @@
+// The CUDA voxelizer against the CPU oracle, bit for bit: voxel count, indices, features and
+// statistics on synthetic clouds of 1k-400k points; overflow reported by check_errors(); run()
+// captured into a CUDA graph (it must neither synchronise nor allocate). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "scn/engine.h"
+#include "scn/error.h"
+#include "voxelize/voxelize_test_util.h"
+#ifdef SCN_TEST_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using namespace scn;
+
+#define SCN_REQUIRE_CUDA()                                                                               \
+  do {                                                                                                   \
+    if (!::scn::cuda_available())                                                                        \
+      GTEST_SKIP() << "no CUDA device: this build of scn has no CUDA backend or no GPU is visible; the " \
+                      "CUDA voxelizer tests run on a GPU machine (scripts/gpu_check.sh)";                \
+  } while (0)
+
+std::vector<uint8_t> bytes(const Tensor& t) {
+  const Tensor h = t.to(Device::Host);
+  const auto* p = static_cast<const uint8_t*>(h.data());
+  return std::vector<uint8_t>(p, p + h.bytes());
+}
+
+void expect_equal_to_cpu(Voxelizer& gpu, const Tensor& points, const VoxelizerConfig& c) {
+  const VoxelizeResult ref = voxelize(points, c);
+  ASSERT_EQ(gpu.count(), ref.stats.voxels);
+  const VoxelizeStats s = gpu.stats();
+  EXPECT_EQ(s.points, ref.stats.points);
+  EXPECT_EQ(s.voxels, ref.stats.voxels);
+  EXPECT_EQ(s.dropped_out_of_range, ref.stats.dropped_out_of_range);
+  EXPECT_EQ(s.dropped_non_finite, ref.stats.dropped_non_finite);
+  EXPECT_EQ(s.dropped_full, ref.stats.dropped_full);
+  const Tensor f = gpu.features(), i = gpu.indices();
+  EXPECT_EQ(f.device(), Device::Cuda);
+  ASSERT_EQ(f.shape(), ref.features.shape());
+  ASSERT_EQ(i.shape(), ref.indices.shape());
+  EXPECT_EQ(f.dtype(), ref.features.dtype());
+  EXPECT_TRUE(bytes(i) == bytes(ref.indices)) << "indices differ";
+  EXPECT_TRUE(bytes(f) == bytes(ref.features)) << "features differ";
+}
+
+TEST(VoxelizeCuda, BitwiseEqualToCpuFrom1kTo400kPoints) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  c.max_voxels = 400000;
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 400000);
+  for (int64_t P : {1000, 10000, 100000, 270000, 400000}) {
+    SCOPED_TRACE("P = " + std::to_string(P));
+    const Tensor pts = voxtest::make_cloud(c, P, uint64_t(P));
+    gpu->run(pts);
+    expect_equal_to_cpu(*gpu, pts, c);
+    EXPECT_GT(gpu->stats().dropped_full, 0);
+  }
+}
+
+TEST(VoxelizeCuda, BitwiseEqualToCpuAcrossOptions) {
+  SCN_REQUIRE_CUDA();
+  for (int variant = 0; variant < 4; ++variant) {
+    VoxelizerConfig c = voxtest::small_config();
+    c.order = variant & 1 ? VoxelOrder::Xyz : VoxelOrder::Zyx;
+    c.reduction = variant & 2 ? VoxelReduction::First : VoxelReduction::Mean;
+    c.feature_dtype = variant == 1 ? DType::Float32 : DType::Float16;
+    c.feature_columns = variant == 3 ? std::vector<int>{3, 1} : std::vector<int>{0, 1, 2, 3};
+    c.batch_index = variant;
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    const Tensor pts = voxtest::make_cloud(c, 30000, uint64_t(10 + variant));
+    auto gpu = Voxelizer::create(c, Backend::Cuda, 30000);
+    gpu->run(pts);
+    expect_equal_to_cpu(*gpu, pts, c);
+    // float16 points, given on the device
+    const Tensor h = pts.to_dtype(DType::Float16);
+    gpu->run(h.to(Device::Cuda));
+    expect_equal_to_cpu(*gpu, h, c);
+  }
+}
+
+TEST(VoxelizeCuda, EmptyOutOfRangeAndRepeatedRuns) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxtest::small_config();
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 5000);
+  gpu->run(Tensor::from_host(nullptr, {0, 4}, DType::Float32));
+  EXPECT_EQ(gpu->count(), 0);
+  const std::vector<float> far = {9.f, 9.f, 9.f, 1.f, -9.f, 0.f, 0.f, 1.f};
+  gpu->run(Tensor::from_host(far.data(), {2, 4}, DType::Float32));
+  EXPECT_EQ(gpu->count(), 0);
+  EXPECT_EQ(gpu->stats().dropped_out_of_range, 2);
+  const Tensor pts = voxtest::make_cloud(c, 5000, 3);
+  gpu->run(pts);
+  const std::vector<uint8_t> first = bytes(gpu->features());
+  gpu->run(pts);
+  EXPECT_TRUE(bytes(gpu->features()) == first);
+  expect_equal_to_cpu(*gpu, pts, c);
+  EXPECT_THROW(gpu->run(voxtest::make_cloud(c, 5001, 3)), Error);
+}
+
+TEST(VoxelizeCuda, OverflowIsReportedNotTruncated) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxtest::small_config();
+  const Tensor pts = voxtest::make_cloud(c, 20000, 4);
+  const int64_t n = voxelize(pts, c).stats.voxels;
+  c.max_voxels = n - 10;
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 20000);
+  gpu->run(pts);
+  try {
+    gpu->check_errors();
+    FAIL() << "no overflow error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(n) + " voxels exceed max_voxels = " + std::to_string(n - 10)),
+              std::string::npos)
+        << e.what();
+  }
+  gpu->run(pts);
+  EXPECT_THROW(gpu->count(), Error);
+  // The flag is per run: a cloud that fits runs cleanly afterwards.
+  const Tensor small = voxtest::make_cloud(c, 500, 5);
+  gpu->run(small);
+  EXPECT_NO_THROW(gpu->check_errors());
+  expect_equal_to_cpu(*gpu, small, c);
+}
+
+#ifdef SCN_TEST_CUDA_RUNTIME
+TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
+  SCN_REQUIRE_CUDA();
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor pts = voxtest::make_cloud(c, 270000, 9);
+  const Tensor dev = pts.to(Device::Cuda);
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 300000);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  // A synchronisation or an allocation inside run() would fail the capture.
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  gpu->run(dev, s);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  int32_t n = -1;
+  ASSERT_EQ(cudaMemcpy(&n, gpu->device_count(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(n, voxelize(pts, c).stats.voxels);
+  expect_equal_to_cpu(*gpu, pts, c);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+#endif
+
+}  // namespace
