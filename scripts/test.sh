@@ -15,6 +15,12 @@ if [ -x "$BUILD/spconv-venv/bin/python" ] || tools/python/install_spconv.sh "$BU
 else
   echo "scn: spconv could not be installed: the real-spconv exporter tests will not run"
 fi
+# scikit-build-core + nanobind for the Python package tests (wheel built without network in ctest).
+if [ -x "$BUILD/pybuild-venv/bin/python" ] || tools/python/install_pybuild.sh "$BUILD/pybuild-venv"; then
+  extra+=("-DSCN_PYBUILD_PYTHON=$PWD/$BUILD/pybuild-venv/bin/python")
+else
+  echo "scn: scikit-build-core/nanobind could not be installed: the Python package tests will not run"
+fi
 start=$(date +%s)
 scripts/build.sh "${extra[@]}" "$@"
 echo "scn: build took $(( $(date +%s) - start )) s"
