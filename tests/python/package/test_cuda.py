@@ -114,3 +114,13 @@ def test_batch_two(tiny):
     both = e(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID, batch_size=2)[0]
     ref = scn.Engine(tiny.path, device="cpu", precision="fp32")(f2, i2, GRID, batch_size=2)[0]
     assert both.shape[0] == 2 and rel_l2(both.float().cpu(), ref) < 2e-3
+
+
+def test_bench_runs(tiny, tmp_path, capsys):
+    from scn import bench
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    rc = bench.main([str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor"),
+                     "--grid", "x".join(map(str, GRID)), "--warmup", "3", "--runs", "20"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "scn time_forward" in text and "outputs=copy" in text and "outputs=view" in text

@@ -136,3 +136,13 @@ def test_batch_two_equals_each_frame_alone(tiny):
         alone = e(f2[rows], alone_idx, GRID)[0]
         assert float(alone.abs().max()) > 0.1
         assert torch.equal(both[b:b + 1], alone), b
+
+
+def test_bench_without_cuda_says_so(tiny, tmp_path):
+    if scn.cuda_available() and torch.cuda.is_available():
+        pytest.skip("CUDA present: test_cuda.py::test_bench_runs runs the benchmark")
+    from scn import bench
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    assert bench.main([str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices",
+                       str(tmp_path / "i.tensor"), "--grid", "12x16x20"]) == 2
