@@ -8,8 +8,9 @@ forward accepts what spconv backbones are called with:
 * a spconv ``SparseConvTensor`` (or anything with ``features``, ``indices``, ``spatial_shape``, ``batch_size``);
 * ``(features, indices, batch_size)`` (mmdetection3d's SparseEncoder) with ``spatial_shape`` given here;
 * ``(features, indices, spatial_shape, batch_size)``;
-* an OpenPCDet ``batch_dict`` (``voxel_features``, ``voxel_coords``, ``batch_size``): every engine output is
-  stored in it under its ONNX output name (e.g. ``spatial_features``) and the dict is returned.
+* an OpenPCDet ``batch_dict`` (``voxel_features``, ``voxel_coords``, ``batch_size``): the engine outputs are
+  stored in it under ``keys`` (one per output in output order, None = not stored; default: the ONNX output
+  names, which the exporter numbers) and the dict is returned.
 
 It returns the dense output (``output`` selects which, by name or position; sparse outputs come back as a
 (features, indices) pair), cast to the input features' dtype (``output_dtype`` overrides: the CUDA engine
@@ -30,7 +31,8 @@ from scn._scn import Error
 
 class SparseBackbone(nn.Module):
     def __init__(self, model: Union[str, Engine], *, spatial_shape: Optional[Sequence[int]] = None,
-                 output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None, **engine_options: Any):
+                 output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None,
+                 keys: Optional[Sequence[Optional[str]]] = None, **engine_options: Any):
         super().__init__()
         self.engine = model if isinstance(model, Engine) else Engine(model, **engine_options)
         if isinstance(model, Engine) and engine_options:
@@ -41,6 +43,9 @@ class SparseBackbone(nn.Module):
         names = list(self.engine.outputs)
         if isinstance(output, str) and output not in names:
             raise Error(f"SparseBackbone: {self.engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+        self.keys = list(keys) if keys is not None else names
+        if len(self.keys) != len(names):
+            raise Error(f"SparseBackbone: {len(self.keys)} keys for the {len(names)} outputs of {self.engine.path}")
 
     def extra_repr(self) -> str:
         return f"engine={self.engine!r}, spatial_shape={self.spatial_shape}, output={self.output!r}"
@@ -93,6 +98,7 @@ class SparseBackbone(nn.Module):
         if self.spatial_shape is None:
             raise Error("SparseBackbone: an OpenPCDet batch_dict needs spatial_shape given to SparseBackbone")
         outs = self._run(features, coords, self.spatial_shape, int(batch_dict["batch_size"]))
-        for name, value in outs.as_dict().items():
-            batch_dict[name] = self._cast(value, features.dtype)
+        for key, value in zip(self.keys, outs):
+            if key is not None:
+                batch_dict[key] = self._cast(value, features.dtype)
         return batch_dict

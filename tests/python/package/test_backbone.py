@@ -78,8 +78,12 @@ def test_call_signatures(tmp_path):
     assert rel_l2(bb(f.float(), i.long(), batch_size=2), want) < 1e-5
     assert bb(f.float(), i, 2).dtype == torch.float32            # cast to the features' dtype
     d = bb({"voxel_features": f, "voxel_coords": i, "batch_size": 2})   # OpenPCDet batch_dict
-    name = list(engine.outputs)[0]
-    assert rel_l2(d[name], want) < 1e-5
+    assert rel_l2(d[list(engine.outputs)[0]], want) < 1e-5
+    pcdet = SparseBackbone(engine, spatial_shape=GRID, keys=["spatial_features"])
+    d = pcdet({"voxel_features": f, "voxel_coords": i, "batch_size": 2})
+    assert rel_l2(d["spatial_features"], want) < 1e-5
+    with pytest.raises(scn.Error, match="2 keys for the 1 outputs"):
+        SparseBackbone(engine, keys=["a", "b"])
     with pytest.raises(scn.Error, match="no spatial_shape"):
         SparseBackbone(engine)(f, i, 2)
     with pytest.raises(scn.Error, match="has no output 'nope'"):
