@@ -12,7 +12,9 @@ engine's device, in one of three modes:
 
 CUDA: the forward is enqueued on ``stream`` (an int cudaStream_t, a torch.cuda.Stream or anything with
 ``cuda_stream`` / ``ptr``), by default torch's current stream; the call does not wait for the GPU (dense
-outputs; a sparse output's row count is read on the host, which waits). The GIL is released while scn works.
+outputs; a sparse output's row count is read on the host, which waits). When that stream is torch's default
+(the legacy NULL stream, where a CUDA graph cannot be captured) the forward runs on a stream of the engine's,
+joined to the caller's by two events. The GIL is released while scn works.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ class Engine:
         self._device_index = index
         self._outputs = tuple(self._impl.output_names)
         self._sparse = tuple(self._impl.output_sparse)
+        self._side = None  # the engine's torch stream, used when the caller's is the legacy default stream
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -144,8 +147,8 @@ class Engine:
                  outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on one sparse input: features [N, C] float16/float32, indices [N, 4] int32 (batch,
         i0, i1, i2 in the model's index order), grid (s0, s1, s2), batch size. Returns Outputs."""
-        handle = self._stream(stream)
-        self._impl.run(features, indices, self._grid(grid), int(batch_size), handle)
+        grid = self._grid(grid)
+        self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
         return self._collect(outputs, out, stream)
 
     def set_input(self, input: Union[int, str], features, indices, grid: Sequence[int], batch_size: int = 1):
@@ -154,7 +157,7 @@ class Engine:
 
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""
-        self._impl.forward(self._stream(stream))
+        self._enqueue(self._impl.forward, stream)
         return self._collect(outputs, out, stream)
 
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
@@ -180,15 +183,29 @@ class Engine:
             return names.index(input)
         return int(input)
 
-    def _stream(self, stream: Any) -> int:
+    def _enqueue(self, launch, stream: Any) -> None:
+        """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream)."""
         if not self._cuda:
-            return 0
-        if stream is not None:
-            return _stream_handle(stream)
+            launch(0)
+            return
         torch = _torch()
-        if torch is None:
-            return 0  # the engine's own stream
-        return torch.cuda.current_stream(self._device_index).cuda_stream
+        if stream is None and torch is not None:
+            stream = torch.cuda.current_stream(self._device_index)
+        handle = _stream_handle(stream) if stream is not None else 0
+        if handle != 0 or torch is None:
+            launch(handle)
+            return
+        # torch's default stream is the legacy NULL stream, on which a CUDA graph cannot be captured:
+        # run on a stream of the engine's, ordered after and before the caller's by events (no host wait).
+        caller = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.default_stream(self._device_index)
+        if self._side is None:
+            self._side = torch.cuda.Stream(self._device_index)
+            self._ev_in, self._ev_out = torch.cuda.Event(), torch.cuda.Event()
+        self._ev_in.record(caller)
+        self._side.wait_event(self._ev_in)
+        launch(self._side.cuda_stream)
+        self._ev_out.record(self._side)
+        caller.wait_event(self._ev_out)
 
     def _framework(self, torch) -> int:
         # outputs as torch tensors, else numpy arrays (host) or DLPack capsules (CUDA)

@@ -51,17 +51,22 @@ def test_host_inputs_are_copied_and_give_the_same_result(engine, tiny):
     assert b.is_cuda and torch.equal(a, b)
 
 
-def test_no_host_synchronisation(engine, tiny):
+@pytest.mark.parametrize("current", ["default", "side"])
+@pytest.mark.parametrize("mode", ["copy", "view"])
+def test_no_host_synchronisation(engine, tiny, current, mode):
+    # torch's current stream: the default (legacy NULL) stream, or one set with torch.cuda.stream()
     f, i = dev_inputs(tiny)
     want = engine(f, i, GRID)[0]                           # warm-up: plan, tune, capture
     torch.cuda.synchronize()
-    stream = torch.cuda.current_stream()
-    torch.cuda._sleep(int(2e9))                            # ~1 s of GPU work ahead of the call
-    got = engine(f, i, GRID)[0]
-    busy = not stream.query()
+    stream = torch.cuda.default_stream() if current == "default" else torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(int(2e9))                        # ~1 s of GPU work ahead of the call
+        got = engine(f, i, GRID, outputs=mode)[0]
+        busy = not stream.query()
+        result = got.clone()                               # in stream order: after the forward
     torch.cuda.synchronize()
     assert busy, "the call waited for the GPU (the stream was idle when it returned)"
-    assert torch.equal(got, want)
+    assert torch.equal(result, want)
 
 
 def test_given_stream(engine, tiny):
