@@ -160,6 +160,11 @@ class Engine:
         self._enqueue(self._impl.forward, stream)
         return self._collect(outputs, out, stream)
 
+    def check_errors(self) -> None:
+        """Waits for the last forward and raises scn.Error for a device-side problem (CUDA: device inputs are
+        validated on the GPU; a call that returned dense outputs without waiting has not looked yet)."""
+        self._impl.check_errors()
+
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
         """Engine::time_forward on the bound input: milliseconds per forward (CUDA events, graph replay)."""
         return list(self._impl.time_forward(int(warmup), int(runs)))

@@ -129,3 +129,13 @@ def test_bench_runs(tiny, tmp_path, capsys):
                      "--grid", "x".join(map(str, GRID)), "--warmup", "3", "--runs", "20"])
     text = capsys.readouterr().out
     assert rc == 0 and "scn time_forward" in text and "outputs=copy" in text and "outputs=view" in text
+
+
+def test_device_input_errors_are_reported(tiny):
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    f, i = dev_inputs(tiny)
+    bad = i.clone()
+    bad[7, 3] = GRID[2]                                    # out of the grid: found on the device
+    with pytest.raises(scn.Error):
+        e(f, bad, GRID)
+        e.check_errors()
