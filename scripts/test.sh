@@ -23,6 +23,12 @@ fi
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   extra+=("-DCMAKE_CUDA_ARCHITECTURES=${SCN_CUDA_ARCHITECTURES:-80;90;120}")
 fi
+# scikit-build-core + nanobind for the Python package tests (wheel built without network in ctest).
+if [ -x "$BUILD/pybuild-venv/bin/python" ] || tools/python/install_pybuild.sh "$BUILD/pybuild-venv"; then
+  extra+=("-DSCN_PYBUILD_PYTHON=$PWD/$BUILD/pybuild-venv/bin/python")
+else
+  echo "scn: scikit-build-core/nanobind could not be installed: the Python package tests will not run"
+fi
 start=$(date +%s)
 scripts/build.sh "${extra[@]}" "$@"
 echo "scn: build took $(( $(date +%s) - start )) s"

@@ -124,6 +124,11 @@ class Engine {
   virtual Tensor output(int index) = 0;
   /// Indices [N, 4] of a sparse output.
   virtual Tensor output_indices(int index) = 0;
+  /// A dense output without waiting for the forward: a view of the engine's buffer, valid in the
+  /// order of the stream given to forward() (work enqueued after forward on that stream sees the
+  /// result) and until the next forward. Sparse outputs need their row count on the host, so they
+  /// (and backends without an override) fall back to output(), which waits.
+  virtual Tensor output_async(int index) { return output(index); }
   /// Raises a pending device-side error (overflow, bad device input) after the stream is done.
   virtual void check_errors() {}
   /// Times `runs` forwards after `warmup` ones on the bound input and returns milliseconds per

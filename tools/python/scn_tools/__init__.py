@@ -1,4 +1,4 @@
-"""scn_tools: Python reference tooling for the scn sparse-convolution engine.
+"""scn_tools: Python reference tooling for the scn sparse-convolution engine (installed by the wheel as scn.export).
 
 Modules
 -------
@@ -25,3 +25,15 @@ Interpreter: /usr/bin/python3 (torch, onnx, numpy).
 
 __all__ = ["tensor_io", "reference", "graph", "models", "export_onnx", "sparse_nn", "spconv_export", "frames",
            "zoo"]
+
+# The main entry points at package level, imported on first use (tensor_io alone needs no torch / onnx).
+# Installed, this package is scn.export: ``from scn.export import export_spconv``.
+_ENTRY_POINTS = {"export_spconv": "spconv_export", "ExportError": "spconv_export", "export_onnx": "export_onnx",
+                 "graph_from_onnx": "export_onnx", "load_tensor": "tensor_io", "save_tensor": "tensor_io"}
+
+
+def __getattr__(name):
+    if name in _ENTRY_POINTS:
+        import importlib
+        return getattr(importlib.import_module(f".{_ENTRY_POINTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,7 @@ import onnx
 import onnx.numpy_helper
 from onnx import TensorProto, helper
 
-from scn_tools.models import Conv, Graph, Node
+from .models import Conv, Graph, Node
 
 OUTPUT_BOUND = 200000
 PRECISION = "fp16"

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from scn_tools import reference as ref
+from . import reference as ref
 
 Int3 = Tuple[int, int, int]
 ORDERS = ("zyx", "xyz")

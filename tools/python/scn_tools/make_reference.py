@@ -21,13 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the scn_tools package importable
+if __package__ in (None, ""):  # run as a script: import the package, then resolve the relative imports in it
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import scn_tools  # noqa: E402,F401
+    __package__ = "scn_tools"
 
 import numpy as np  # noqa: E402
 
-from scn_tools import models, tensor_io  # noqa: E402
-from scn_tools.export_onnx import export_onnx  # noqa: E402
+from . import models, tensor_io  # noqa: E402
+from .export_onnx import export_onnx  # noqa: E402
 
 
 def _parse_grid(text: str):

@@ -47,10 +47,10 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from scn_tools import reference as ref
-from scn_tools.graph import (ORDERS, Conv, Graph, Int3, LayerStat, Node, evaluate, kernel_map_stats, run_graph,
+from . import reference as ref
+from .graph import (ORDERS, Conv, Graph, Int3, LayerStat, Node, evaluate, kernel_map_stats, run_graph,
                              run_graph_outputs)
-from scn_tools.graph import REVERSE5 as _REVERSE5
+from .graph import REVERSE5 as _REVERSE5
 
 # the graph IR and the interpreter live in scn_tools.graph; re-exported here for existing callers
 __all__ = ["ORDERS", "MODELS", "NUSCENES_INPUT_SCALE", "RESIDUAL_BRANCH_GAIN", "Conv", "Node", "Graph", "ModelSpec",

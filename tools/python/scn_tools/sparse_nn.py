@@ -28,7 +28,7 @@ from typing import List, Optional, Sequence, Union
 import torch
 from torch import nn
 
-from scn_tools import reference as ref
+from . import reference as ref
 
 IntOr3 = Union[int, Sequence[int]]
 

@@ -62,9 +62,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from scn_tools import tensor_io
-from scn_tools.export_onnx import export_onnx
-from scn_tools.graph import ORDERS, Conv, Graph, Node
+from . import tensor_io
+from .export_onnx import export_onnx
+from .graph import ORDERS, Conv, Graph, Node
 
 
 class ExportError(ValueError):
@@ -766,7 +766,7 @@ def _alias(ops: List[_Op], live: List[int], old: int, new: int) -> None:
 
 
 def _sparse_tensor_classes() -> List[type]:
-    from scn_tools import sparse_nn
+    from . import sparse_nn
     classes = [sparse_nn.SparseConvTensor]
     core = sys.modules.get("spconv.pytorch.core")
     if core is not None and hasattr(core, "SparseConvTensor"):
@@ -778,7 +778,7 @@ def default_tensor_class(model: nn.Module) -> type:
     """spconv's SparseConvTensor when the model has spconv modules, else sparse_nn's."""
     if any(type(m).__module__.startswith("spconv") for m in model.modules()):
         return importlib.import_module("spconv.pytorch.core").SparseConvTensor
-    from scn_tools import sparse_nn
+    from . import sparse_nn
     return sparse_nn.SparseConvTensor
 
 

@@ -43,8 +43,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from scn_tools import frames as frames_mod
-from scn_tools import sparse_nn
+from . import frames as frames_mod
+from . import sparse_nn
 
 # ---------------------------------------------------------------------------------------------------
 # building blocks (one class set per namespace: spconv's SparseSequential treats only subclasses of its
@@ -420,7 +420,7 @@ def build(name: str, sp=None, dtype: torch.dtype = torch.float64) -> nn.Module:
 def trace(name: str, sp=None, keep_intermediates: bool = False, frame: Optional[frames_mod.Frame] = None):
     """Build zoo model ``name`` and trace it on its frame (or ``frame``, in the native order); returns
     ``(Trace, frame)``."""
-    from scn_tools import spconv_export
+    from . import spconv_export
     e = ZOO[name]
     model = build(name, sp)
     frame = frame or e.frame()

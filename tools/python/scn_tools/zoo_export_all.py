@@ -30,22 +30,24 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the scn_tools package importable
+if __package__ in (None, ""):  # run as a script: import the package, then resolve the relative imports in it
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import scn_tools  # noqa: E402,F401
+    __package__ = "scn_tools"
 
 import numpy as np  # noqa: E402
 
-from scn_tools import tensor_io, zoo  # noqa: E402
-from scn_tools import spconv_export as se  # noqa: E402
+from . import tensor_io, zoo  # noqa: E402
+from . import spconv_export as se  # noqa: E402
 
 
 def _compare_to_onnx(onnx_path: Path, frame, trace_outputs) -> float:
     """Largest rel-L2 between the reference interpreter on the ONNX file and the PyTorch outputs (sparse
     ones matched by site; ``frame`` and the outputs' indices in the file's index order)."""
     import torch
-    from scn_tools import graph as G
-    from scn_tools import reference as ref
-    from scn_tools.export_onnx import graph_from_onnx
+    from . import graph as G
+    from . import reference as ref
+    from .export_onnx import graph_from_onnx
     g = graph_from_onnx(str(onnx_path), grid=frame.grid, batch_size=frame.batch_size)
     worst = 0.0
     for got, want in zip(G.run_graph_outputs(g, frame.features, frame.indices), trace_outputs):

@@ -109,6 +109,15 @@ class CpuEngine final : public Engine {
     return options_.precision == Precision::Fp32 ? out : out.to_dtype(DType::Float16);
   }
 
+  /// fp32 dense outputs: a view of the arena (valid until the next forward), no copy; the other
+  /// precisions convert, so they get output()'s fresh tensor.
+  Tensor output_async(int index) override {
+    const int v = graph_->outputs.at(size_t(checked_output(index)));
+    const Value& val = graph_->values[size_t(v)];
+    if (val.sparse || options_.precision != Precision::Fp32) return output(index);
+    return Tensor::wrap(buffer(v), shapes_.dense_shape[size_t(v)], DType::Float32, Device::Host);
+  }
+
   Tensor output_indices(int index) override {
     const int v = graph_->outputs.at(size_t(checked_output(index)));
     SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index),

@@ -1,0 +1,286 @@
+"""scn.Engine: an scn engine called with DLPack tensors (torch, numpy, CuPy, JAX).
+
+Inputs are read in place: a tensor on the engine's device is handed to the engine as a pointer (no copy);
+a host tensor given to a CUDA engine is copied to the device once, by the engine's input step.
+Outputs come back as torch tensors when torch can be imported (else as DLPack-capable arrays) on the
+engine's device, in one of three modes:
+
+* ``outputs="copy"`` (default): fresh tensors, never touched by a later call. With torch, one
+  device-to-device copy per output enqueued on the call's stream (no host wait).
+* ``outputs="view"``: views of the engine's own buffers (zero copy); the next call overwrites them.
+* ``out=``: caller-provided tensors (list or dict by output name) the outputs are copied into; returned.
+
+CUDA: the forward is enqueued on ``stream`` (an int cudaStream_t, a torch.cuda.Stream or anything with
+``cuda_stream`` / ``ptr``), by default torch's current stream; the call does not wait for the GPU (dense
+outputs; a sparse output's row count is read on the host, which waits). When that stream is torch's default
+(the legacy NULL stream, where a CUDA graph cannot be captured) the forward runs on a stream of the engine's,
+joined to the caller's by two events. The GIL is released while scn works.
+"""
+
+from __future__ import annotations
+
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from scn import _scn
+from scn._scn import Error
+
+_MODES = ("copy", "view")
+_torch_module: Any = None
+
+
+def _torch():
+    """torch if it can be imported (once), else None."""
+    global _torch_module
+    if _torch_module is None:
+        try:
+            import torch  # noqa: WPS433 (optional dependency)
+            _torch_module = torch
+        except ImportError:
+            _torch_module = False
+    return _torch_module or None
+
+
+class Outputs(tuple):
+    """The outputs of one call, by position (``out[0]``) and by ONNX output name (``out["name"]``).
+    A dense output is a tensor; a sparse one is a (features [N, C], indices [N, 4]) pair."""
+
+    names: Tuple[str, ...]
+
+    def __new__(cls, values: Iterable[Any], names: Sequence[str]):
+        obj = super().__new__(cls, values)
+        obj.names = tuple(names)
+        return obj
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                key = self.names.index(key)
+            except ValueError:
+                raise KeyError(f"no output named {key!r}; outputs: {', '.join(self.names)}") from None
+        return super().__getitem__(key)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dict(zip(self.names, self))
+
+
+def _parse_device(device: Any) -> Tuple[str, int]:
+    text = str(device)
+    kind, _, index = text.partition(":")
+    if kind not in ("auto", "cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
+        raise Error(f"device {text!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    if kind == "auto":
+        kind = "cuda" if _scn.cuda_available() else "cpu"
+    return kind, int(index) if index else 0
+
+
+def _stream_handle(stream: Any) -> int:
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream / ExternalStream, CuPy streams
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise Error(f"stream: expected a cudaStream_t as an int, a torch.cuda.Stream or a CuPy stream, "
+                f"got {type(stream).__name__}")
+
+
+class Engine:
+    """An scn engine built from an NVIDIA-schema ONNX file.
+
+    device: "auto" (CUDA when scn has it and a GPU is visible, else CPU), "cpu", "cuda" or "cuda:N".
+    precision: "fp32", "fp16" or "int8"; default fp16 on CUDA (which has no fp32 path), fp32 on the CPU.
+    max_voxels / max_batch: CUDA capacities planned at build (None: the graph's largest bound).
+    cuda_graph: capture the forward once and replay it (CUDA).
+    """
+
+    def __init__(self, path, device: Any = "auto", precision: Optional[str] = None,
+                 max_voxels: Optional[int] = None, max_batch: int = 1, cuda_graph: bool = True,
+                 num_threads: int = 0):
+        kind, index = _parse_device(device)
+        if precision is None:
+            precision = "fp16" if kind == "cuda" else "fp32"
+        self._impl = _scn._Engine(str(path), kind, precision, int(max_voxels or 0), int(max_batch), bool(cuda_graph),
+                                  index, int(num_threads))
+        self.path = str(path)
+        self._cuda = self._impl.backend == "cuda"
+        self._device_index = index
+        self._outputs = tuple(self._impl.output_names)
+        self._sparse = tuple(self._impl.output_sparse)
+        self._side = None  # the engine's torch stream, used when the caller's is the legacy default stream
+
+    # ---- properties -------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """'cpu' or 'cuda'."""
+        return self._impl.backend
+
+    @property
+    def device(self) -> str:
+        """Where inputs are read in place and outputs live: 'cpu' or 'cuda:N' (torch's spelling)."""
+        return f"cuda:{self._device_index}" if self._cuda else "cpu"
+
+    @property
+    def precision(self) -> str:
+        return self._impl.precision
+
+    @property
+    def workspace_bytes(self) -> int:
+        """Bytes the engine holds for activations, kernel maps and workspace."""
+        return self._impl.workspace_bytes
+
+    @property
+    def inputs(self) -> Dict[str, int]:
+        """Input names and their feature channel counts."""
+        return dict(zip(self._impl.input_names, self._impl.input_channels))
+
+    @property
+    def outputs(self) -> Dict[str, str]:
+        """Output names and their kind ('dense' or 'sparse')."""
+        return {n: ("sparse" if s else "dense") for n, s in zip(self._outputs, self._sparse)}
+
+    def __repr__(self) -> str:
+        return (f"scn.Engine({self.path!r}, device={self.device!r}, precision={self.precision!r}, "
+                f"inputs={self.inputs}, outputs={self.outputs})")
+
+    # ---- running ------------------------------------------------------------------------------
+    def __call__(self, features, indices, grid: Sequence[int], batch_size: int = 1, *, stream: Any = None,
+                 outputs: str = "copy", out: Any = None) -> Outputs:
+        """Runs the model on one sparse input: features [N, C] float16/float32, indices [N, 4] int32 (batch,
+        i0, i1, i2 in the model's index order), grid (s0, s1, s2), batch size. Returns Outputs."""
+        grid = self._grid(grid)
+        self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
+        return self._collect(outputs, out, stream)
+
+    def set_input(self, input: Union[int, str], features, indices, grid: Sequence[int], batch_size: int = 1):
+        """Binds one input of a multi-input model (then forward())."""
+        self._impl.set_input(self._input_index(input), features, indices, self._grid(grid), int(batch_size))
+
+    def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
+        """Runs the model on the bound inputs; returns Outputs like __call__."""
+        self._enqueue(self._impl.forward, stream)
+        return self._collect(outputs, out, stream)
+
+    def check_errors(self) -> None:
+        """Waits for the last forward and raises scn.Error for a device-side problem (CUDA: device inputs are
+        validated on the GPU; a call that returned dense outputs without waiting has not looked yet)."""
+        self._impl.check_errors()
+
+    def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
+        """Engine::time_forward on the bound input: milliseconds per forward (CUDA events, graph replay)."""
+        return list(self._impl.time_forward(int(warmup), int(runs)))
+
+    # ---- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _grid(grid: Sequence[int]) -> Tuple[int, int, int]:
+        try:
+            g = tuple(int(x) for x in grid)
+        except TypeError:
+            raise Error(f"grid: expected three sizes (s0, s1, s2), got {grid!r}") from None
+        if len(g) != 3:
+            raise Error(f"grid: expected three sizes (s0, s1, s2), got {len(g)}: {g}")
+        return g  # type: ignore[return-value]
+
+    def _input_index(self, input: Union[int, str]) -> int:
+        names = self._impl.input_names
+        if isinstance(input, str):
+            if input not in names:
+                raise Error(f"{self.path}: the model has no input named {input!r}; inputs: {', '.join(names)}")
+            return names.index(input)
+        return int(input)
+
+    def _enqueue(self, launch, stream: Any) -> None:
+        """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream)."""
+        if not self._cuda:
+            launch(0)
+            return
+        torch = _torch()
+        if stream is None and torch is not None:
+            stream = torch.cuda.current_stream(self._device_index)
+        handle = _stream_handle(stream) if stream is not None else 0
+        if handle != 0 or torch is None:
+            launch(handle)
+            return
+        # torch's default stream is the legacy NULL stream, on which a CUDA graph cannot be captured:
+        # run on a stream of the engine's, ordered after and before the caller's by events (no host wait).
+        caller = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.default_stream(self._device_index)
+        if self._side is None:
+            self._side = torch.cuda.Stream(self._device_index)
+            self._ev_in, self._ev_out = torch.cuda.Event(), torch.cuda.Event()
+        self._ev_in.record(caller)
+        self._side.wait_event(self._ev_in)
+        launch(self._side.cuda_stream)
+        self._ev_out.record(self._side)
+        caller.wait_event(self._ev_out)
+
+    def _framework(self, torch) -> int:
+        # outputs as torch tensors, else numpy arrays (host) or DLPack capsules (CUDA)
+        return 2 if torch is not None else (0 if self._cuda else 1)
+
+    def _collect(self, mode: str, out: Any, stream: Any) -> Outputs:
+        if mode not in _MODES:
+            raise Error(f"outputs={mode!r}: expected 'copy' or 'view'")
+        torch = _torch()
+        fw = self._framework(torch)
+        values = []
+        for i, sparse in enumerate(self._sparse):
+            parts = (0, 1) if sparse else (0,)
+            if mode == "view" or out is not None or torch is not None:
+                # dense outputs without a host wait (Engine::output_async); sparse ones wait for the row count
+                got = tuple(self._impl.view(i, p, False, fw) for p in parts)
+            else:
+                got = tuple(self._impl.copy(i, p, fw) for p in parts)
+            if mode == "copy" and out is None and torch is not None:
+                if self._cuda and stream is not None:
+                    with torch.cuda.stream(self._torch_stream(torch, stream)):
+                        got = tuple(t.clone() for t in got)
+                else:
+                    got = tuple(t.clone() for t in got)
+            values.append(got if sparse else got[0])
+        if out is not None:
+            values = self._copy_into(out, values, torch, stream)
+        return Outputs(values, self._outputs)
+
+    def _torch_stream(self, torch, stream: Any):
+        if isinstance(stream, torch.cuda.Stream):
+            return stream
+        return torch.cuda.ExternalStream(_stream_handle(stream), device=self.device)
+
+    def _copy_into(self, out: Any, values: List[Any], torch, stream: Any) -> List[Any]:
+        if torch is None:
+            raise Error("out=: preallocated outputs need torch tensors (torch is not importable)")
+        if isinstance(out, dict):
+            unknown = [k for k in out if k not in self._outputs]
+            if unknown:
+                raise Error(f"out=: no output named {', '.join(map(repr, unknown))}; outputs: "
+                            f"{', '.join(self._outputs)}")
+            targets = [out.get(n) for n in self._outputs]
+        else:
+            targets = list(out)
+            if len(targets) != len(values):
+                raise Error(f"out=: {len(targets)} tensors for {len(values)} outputs ({', '.join(self._outputs)})")
+        side = self._torch_stream(torch, stream) if (self._cuda and stream is not None) else None
+        result = []
+        for name, target, value in zip(self._outputs, targets, values):
+            if target is None:
+                result.append(value)
+                continue
+            if isinstance(value, tuple):
+                raise Error(f"out=: output {name!r} is sparse (its row count varies); preallocation is for dense "
+                            f"outputs")
+            if not isinstance(target, torch.Tensor):
+                raise Error(f"out=: output {name!r}: expected a torch.Tensor, got {type(target).__name__}")
+            if (tuple(target.shape) != tuple(value.shape) or target.dtype != value.dtype
+                    or target.device != value.device or not target.is_contiguous()):
+                raise Error(f"out=: output {name!r} is {tuple(value.shape)} {value.dtype} on {value.device}; "
+                            f"the given tensor is {tuple(target.shape)} {target.dtype} on {target.device}"
+                            f"{'' if target.is_contiguous() else ', not contiguous'}")
+            if side is not None:
+                with torch.cuda.stream(side):
+                    target.copy_(value)
+            else:
+                target.copy_(value)
+            result.append(target)
+        return result
+
+
+

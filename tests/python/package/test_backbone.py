@@ -1,0 +1,90 @@
+"""scn.torch.SparseBackbone swapped into a parent module for its spconv-style backbone: the parent's output
+must not move (fp32 CPU engine vs the float64 PyTorch forward). With the real spconv (CPU build) when it can
+be imported (ctest python_package_spconv), else on scn.export.sparse_nn (the same API)."""
+
+import importlib
+
+import pytest
+import torch
+from torch import nn
+
+import scn
+from scn.export import sparse_nn
+from scn.export.spconv_export import export_spconv
+from scn.torch import SparseBackbone
+
+from conftest import GRID, TinyBackbone, make_frame, rel_l2, seeded
+
+
+class Detector(nn.Module):
+    """A parent module the way detectors hold their 3D backbone: backbone_3d, then a 2D head."""
+
+    def __init__(self, sp):
+        super().__init__()
+        self.backbone_3d = TinyBackbone(sp)
+        self.head = nn.Conv2d(16, 3, 1)
+
+    def forward(self, x):
+        return self.head(self.backbone_3d(x))
+
+
+def namespaces():
+    spaces = [pytest.param(sparse_nn, id="sparse_nn")]
+    try:
+        spaces.append(pytest.param(importlib.import_module("spconv.pytorch"), id="spconv"))
+    except ImportError:
+        spaces.append(pytest.param(None, id="spconv", marks=pytest.mark.skip(
+            reason="spconv not importable here (ctest python_package_spconv runs this with the real spconv)")))
+    return spaces
+
+
+def built(sp, dtype):
+    model = Detector(sp)
+    torch.manual_seed(0)
+    model.head.weight.data.normal_()
+    seeded(model.backbone_3d, 0)
+    return model.to(dtype).eval()
+
+
+@pytest.mark.parametrize("sp", namespaces())
+def test_swap_keeps_the_parent_output(sp, tmp_path):
+    dtype = torch.float64 if sp is sparse_nn else torch.float32  # spconv's CPU build runs float32
+    model = built(sp, dtype)
+    feats, idx = make_frame(2)
+    f = torch.from_numpy(feats).to(dtype)
+    i = torch.from_numpy(idx)
+    x = sp.SparseConvTensor(f, i, list(GRID), 1)
+    with torch.no_grad():
+        want = model(x)
+        export_spconv(model.backbone_3d, tmp_path / "bb.onnx", feats, idx, GRID)
+        model.backbone_3d = SparseBackbone(tmp_path / "bb.onnx", device="cpu", precision="fp32")  # the swap
+        got = model(sp.SparseConvTensor(f, i, list(GRID), 1))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert float(want.abs().max()) > 0.1
+    assert rel_l2(got, want) < 1e-5
+
+
+def test_call_signatures(tmp_path):
+    model = seeded(TinyBackbone(sparse_nn))
+    feats, idx = make_frame(4, batch=2)
+    f, i = torch.from_numpy(feats).double(), torch.from_numpy(idx)
+    with torch.no_grad():
+        want = model(sparse_nn.SparseConvTensor(f, i, list(GRID), 2))
+    export_spconv(model, tmp_path / "bb.onnx", feats, idx, GRID, batch_size=2)
+    engine = scn.Engine(tmp_path / "bb.onnx", device="cpu", precision="fp32")
+    bb = SparseBackbone(engine, spatial_shape=GRID)
+    assert rel_l2(bb(f, i, 2), want) < 1e-5                      # mmdet3d: (voxel_features, coors, batch_size)
+    assert rel_l2(bb(f, i, GRID, 2), want) < 1e-5                # (features, indices, spatial_shape, batch_size)
+    assert rel_l2(bb(f.float(), i.long(), batch_size=2), want) < 1e-5
+    assert bb(f.float(), i, 2).dtype == torch.float32            # cast to the features' dtype
+    d = bb({"voxel_features": f, "voxel_coords": i, "batch_size": 2})   # OpenPCDet batch_dict
+    assert rel_l2(d[list(engine.outputs)[0]], want) < 1e-5
+    pcdet = SparseBackbone(engine, spatial_shape=GRID, keys=["spatial_features"])
+    d = pcdet({"voxel_features": f, "voxel_coords": i, "batch_size": 2})
+    assert rel_l2(d["spatial_features"], want) < 1e-5
+    with pytest.raises(scn.Error, match="2 keys for the 1 outputs"):
+        SparseBackbone(engine, keys=["a", "b"])
+    with pytest.raises(scn.Error, match="no spatial_shape"):
+        SparseBackbone(engine)(f, i, 2)
+    with pytest.raises(scn.Error, match="has no output 'nope'"):
+        SparseBackbone(engine, output="nope")

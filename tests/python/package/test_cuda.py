@@ -1,0 +1,141 @@
+"""scn.Engine on CUDA with torch tensors (skipped without a GPU): results vs the CPU engine and `scn run`,
+inputs read in place, the call enqueued on torch's current stream (or a given one) without a host wait,
+output lifetime, out=, SparseBackbone within fp16 tolerance."""
+
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import scn
+from scn.export import tensor_io
+from scn.torch import SparseBackbone
+
+from conftest import GRID, has_cuda, make_frame, rel_l2
+
+pytestmark = pytest.mark.skipif(not has_cuda(), reason="no CUDA: scn built without it or no GPU visible")
+
+
+@pytest.fixture(scope="module")
+def engine(tiny):
+    return scn.Engine(tiny.path, device="cuda", precision="fp16")
+
+
+def dev_inputs(tiny, scale=1.0):
+    return (torch.from_numpy(tiny.feats).cuda() * scale).contiguous(), torch.from_numpy(tiny.idx).cuda()
+
+
+def test_matches_cpu_engine(engine, tiny):
+    got = engine(*dev_inputs(tiny), GRID)[0]
+    assert got.is_cuda and got.dtype == torch.float16 and engine.device == "cuda:0"
+    want = scn.Engine(tiny.path, device="cpu", precision="fp32")(tiny.feats, tiny.idx, GRID)[0]
+    assert rel_l2(got.float().cpu(), want) < 2e-3
+
+
+def test_bitwise_equal_to_cli(engine, tiny, cli, tmp_path):
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    subprocess.run([cli, "run", str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices",
+                    str(tmp_path / "i.tensor"), "--grid", "x".join(map(str, GRID)), "--device", "cuda",
+                    "--precision", "fp16", "--output", str(tmp_path / "out.tensor")], check=True,
+                   stdout=subprocess.DEVNULL)
+    want = tensor_io.load_tensor(tmp_path / "out.tensor")
+    got = engine(*dev_inputs(tiny), GRID)[0].cpu().numpy()
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_host_inputs_are_copied_and_give_the_same_result(engine, tiny):
+    a = engine(*dev_inputs(tiny), GRID)[0]
+    b = engine(tiny.feats, tiny.idx, GRID)[0]              # numpy on the host: copied once by the engine
+    assert b.is_cuda and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("current", ["default", "side"])
+@pytest.mark.parametrize("mode", ["copy", "view"])
+def test_no_host_synchronisation(engine, tiny, current, mode):
+    # torch's current stream: the default (legacy NULL) stream, or one set with torch.cuda.stream()
+    f, i = dev_inputs(tiny)
+    want = engine(f, i, GRID)[0]                           # warm-up: plan, tune, capture
+    torch.cuda.synchronize()
+    stream = torch.cuda.default_stream() if current == "default" else torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(int(2e9))                        # ~1 s of GPU work ahead of the call
+        got = engine(f, i, GRID, outputs=mode)[0]
+        busy = not stream.query()
+        result = got.clone()                               # in stream order: after the forward
+    torch.cuda.synchronize()
+    assert busy, "the call waited for the GPU (the stream was idle when it returned)"
+    assert torch.equal(result, want)
+
+
+def test_given_stream(engine, tiny):
+    f, i = dev_inputs(tiny)
+    want = engine(f, i, GRID)[0]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(int(2e9))
+    got = engine(f, i, GRID, stream=side)[0]
+    busy = not side.query()
+    torch.cuda.synchronize()
+    assert busy and torch.equal(got, want)
+
+
+def test_lifetime_copy_and_view(engine, tiny):
+    first = engine(*dev_inputs(tiny), GRID)[0]
+    kept = first.clone()
+    view = engine(*dev_inputs(tiny), GRID, outputs="view")[0]
+    second = engine(*dev_inputs(tiny, -0.5), GRID)[0]
+    torch.cuda.synchronize()
+    assert not torch.equal(second, kept)
+    assert torch.equal(first, kept)                        # copy mode: untouched by later calls
+    assert torch.equal(view, second)                       # view mode: the engine's buffer, overwritten
+
+
+def test_preallocated_output(engine, tiny):
+    want = engine(*dev_inputs(tiny), GRID)[0]
+    buf = torch.full_like(want, float("nan"))
+    got = engine(*dev_inputs(tiny), GRID, out=[buf])[0]
+    assert got is buf and torch.equal(buf, want)
+
+
+def test_wrong_device_inputs(tiny):
+    cpu = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    with pytest.raises(scn.Error, match="a CUDA tensor was given to a cpu engine"):
+        cpu(*dev_inputs(tiny), GRID)
+
+
+def test_backbone_swap_fp16(tmp_path, tiny):
+    model = SparseBackbone(tiny.path, device="cuda")
+    got = model(torch.from_numpy(tiny.feats).float().cuda(), torch.from_numpy(tiny.idx).cuda(), GRID, 1)
+    assert got.dtype == torch.float32 and got.is_cuda
+    assert rel_l2(got.cpu(), tiny.trace.torch_outputs[0]) < 2e-3
+
+
+def test_batch_two(tiny):
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16", max_batch=2)
+    f2, i2 = make_frame(seed=5, batch=2)
+    both = e(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID, batch_size=2)[0]
+    ref = scn.Engine(tiny.path, device="cpu", precision="fp32")(f2, i2, GRID, batch_size=2)[0]
+    assert both.shape[0] == 2 and rel_l2(both.float().cpu(), ref) < 2e-3
+
+
+def test_bench_runs(tiny, tmp_path, capsys):
+    from scn import bench
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    rc = bench.main([str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor"),
+                     "--grid", "x".join(map(str, GRID)), "--warmup", "3", "--runs", "20"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "scn time_forward" in text and "outputs=copy" in text and "outputs=view" in text
+
+
+def test_device_input_errors_are_reported(tiny):
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    f, i = dev_inputs(tiny)
+    bad = i.clone()
+    bad[7, 3] = GRID[2]                                    # out of the grid: found on the device
+    with pytest.raises(scn.Error):
+        e(f, bad, GRID)
+        e.check_errors()

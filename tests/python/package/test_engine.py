@@ -1,0 +1,148 @@
+"""scn.Engine on the CPU: results (vs the float64 PyTorch forward and vs `scn run` bit for bit), DLPack
+inputs from torch and numpy, sparse outputs, batch 2, outputs by name and position, the installed files."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import scn
+from scn.export import tensor_io
+
+from conftest import GRID, make_frame, rel_l2
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_installed_package_is_not_the_source_tree():
+    # the tests must exercise the installed wheel, not python/ of the checkout
+    assert REPO / "python" not in Path(scn.__file__).resolve().parents
+    assert (Path(scn.__file__).parent / "export" / "spconv_export.py").is_file()
+
+
+def test_export_is_the_scn_tools_sources():
+    # one code base: the wheel installs tools/python/scn_tools as scn.export, file for file
+    src = REPO / "tools" / "python" / "scn_tools"
+    installed = Path(scn.__file__).parent / "export"
+    names = sorted(p.name for p in src.glob("*.py"))
+    assert names == sorted(p.name for p in installed.glob("*.py"))
+    for n in names:
+        assert (src / n).read_bytes() == (installed / n).read_bytes(), n
+    from scn.export import export_spconv, ExportError  # package-level entry points
+    assert callable(export_spconv) and issubclass(ExportError, ValueError)
+
+
+def test_properties(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    assert e.backend == "cpu" and e.device == "cpu" and e.precision == "fp32"
+    assert len(e.inputs) == 1 and list(e.inputs.values()) == [4]
+    assert e.outputs == {list(e.outputs)[0]: "dense"} and len(e.outputs) == 1
+    assert isinstance(e.workspace_bytes, int)
+    assert "scn.Engine(" in repr(e)
+
+
+def test_matches_pytorch_forward(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    out = e(torch.from_numpy(tiny.feats), torch.from_numpy(tiny.idx), GRID)
+    want = tiny.trace.torch_outputs[0]
+    assert isinstance(out[0], torch.Tensor) and out[0].dtype == torch.float32
+    assert tuple(out[0].shape) == tuple(want.shape) == (1, 16, 8, 10)
+    assert float(want.abs().max()) > 0.1  # not an all-zero output
+    assert rel_l2(out[0], want) < 1e-6
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_bitwise_equal_to_cli(tiny, cli, tmp_path, precision):
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    subprocess.run([cli, "run", str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices",
+                    str(tmp_path / "i.tensor"), "--grid", "x".join(map(str, GRID)), "--device", "cpu",
+                    "--precision", precision, "--output", str(tmp_path / "out.tensor")], check=True,
+                   stdout=subprocess.DEVNULL)
+    want = tensor_io.load_tensor(tmp_path / "out.tensor")
+    e = scn.Engine(tiny.path, device="cpu", precision=precision)
+    got = e(tiny.feats, tiny.idx, GRID)[0].numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.abs(want).max() > 0.1
+    assert got.tobytes() == want.tobytes()
+
+
+def test_numpy_and_torch_inputs_agree(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    a = e(tiny.feats, tiny.idx, GRID)[0]                                       # numpy (DLPack)
+    b = e(torch.from_numpy(tiny.feats), torch.from_numpy(tiny.idx), GRID)[0]   # torch
+    c = e(torch.from_numpy(tiny.feats).float(), torch.from_numpy(tiny.idx), GRID)[0]  # float32 features
+    assert torch.equal(a, b) and torch.equal(a, c)
+
+
+def test_outputs_without_torch_are_numpy_arrays(tiny, tmp_path):
+    # torch not importable: a CPU engine's outputs are numpy arrays, equal to the torch path
+    np.save(tmp_path / "f.npy", tiny.feats)
+    np.save(tmp_path / "i.npy", tiny.idx)
+    code = f"""
+import sys; sys.modules['torch'] = None
+import numpy as np, scn
+e = scn.Engine({str(tiny.path)!r}, device='cpu', precision='fp32')
+f, i = np.load({str(tmp_path / 'f.npy')!r}), np.load({str(tmp_path / 'i.npy')!r})
+o = e(f, i, {GRID})[0]
+assert type(o) is np.ndarray, type(o)   # host outputs without torch: numpy arrays
+a = o.copy()
+e(f * 2, i, {GRID})   # the copy mode's array must not change
+assert np.array_equal(o, a)
+np.save({str(tmp_path / 'o.npy')!r}, a)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    want = scn.Engine(tiny.path, device="cpu", precision="fp32")(tiny.feats, tiny.idx, GRID)[0].numpy()
+    assert np.load(tmp_path / "o.npy").tobytes() == want.tobytes()
+
+
+def test_outputs_by_name_and_position(tiny_sparse):
+    e = scn.Engine(tiny_sparse.path, device="cpu", precision="fp32")
+    out = e(tiny_sparse.feats, tiny_sparse.idx, GRID)
+    names = list(e.outputs)
+    assert len(out) == 2 and out.names == tuple(names)
+    assert e.outputs == {names[0]: "dense", names[1]: "sparse"}
+    assert out[names[0]] is out[0] and out[names[1]] is out[1]
+    assert list(out.as_dict()) == names
+    with pytest.raises(KeyError, match="no output named 'nope'"):
+        out["nope"]
+
+
+def test_sparse_output_matches_pytorch(tiny_sparse):
+    e = scn.Engine(tiny_sparse.path, device="cpu", precision="fp32")
+    feats, idx = e(tiny_sparse.feats, tiny_sparse.idx, GRID)[1]
+    want = tiny_sparse.trace.torch_outputs[1]  # (features, indices) of the traced forward
+    wf, wi = want if isinstance(want, tuple) else (want.features, want.indices)
+    assert idx.dtype == torch.int32 and idx.shape == (wi.shape[0], 4) and feats.shape == wf.shape
+    # match rows by site (the engine's row order need not be PyTorch's)
+    key = lambda i: ((i[:, 0].long() * 100 + i[:, 1]) * 100 + i[:, 2]) * 100 + i[:, 3]
+    ga, gb = torch.argsort(key(idx.long())), torch.argsort(key(wi.long()))
+    assert torch.equal(idx[ga].long(), wi[gb].long())
+    assert rel_l2(feats[ga], wf[gb]) < 1e-6
+
+
+def test_batch_two_equals_each_frame_alone(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    f2, i2 = make_frame(seed=5, batch=2)
+    both = e(f2, i2, GRID, batch_size=2)[0]
+    assert both.shape[0] == 2
+    for b in range(2):
+        rows = i2[:, 0] == b
+        alone_idx = i2[rows].copy()
+        alone_idx[:, 0] = 0
+        alone = e(f2[rows], alone_idx, GRID)[0]
+        assert float(alone.abs().max()) > 0.1
+        assert torch.equal(both[b:b + 1], alone), b
+
+
+def test_bench_without_cuda_says_so(tiny, tmp_path):
+    if scn.cuda_available() and torch.cuda.is_available():
+        pytest.skip("CUDA present: test_cuda.py::test_bench_runs runs the benchmark")
+    from scn import bench
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    assert bench.main([str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices",
+                       str(tmp_path / "i.tensor"), "--grid", "12x16x20"]) == 2
