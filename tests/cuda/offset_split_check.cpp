@@ -197,7 +197,7 @@ std::pair<double, double> time_kernel(F launch, int runs, cudaStream_t st) {
     CK(cudaEventRecord(ev[size_t(i) + 1], st));
   }
   CK(cudaStreamSynchronize(st));
-  std::vector<double> t(size_t(runs));
+  std::vector<double> t(static_cast<size_t>(runs));
   for (int i = 0; i < runs; ++i) {
     float ms = 0.f;
     CK(cudaEventElapsedTime(&ms, ev[size_t(i)], ev[size_t(i) + 1]));
