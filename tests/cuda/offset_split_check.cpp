@@ -138,17 +138,19 @@ std::vector<float> reference(const Problem& p, const std::vector<uint16_t>& w, c
                              const Epi& e, const std::vector<uint16_t>& res) {
   std::vector<float> wf(w.size());
   for (size_t i = 0; i < w.size(); ++i) wf[i] = half_to_float(w[i]);
+  std::vector<float> xf(p.x.size());
+  for (size_t i = 0; i < p.x.size(); ++i) xf[i] = half_to_float(p.x[i]);
   std::vector<float> y(size_t(p.n) * p.cout), acc(size_t(p.cout));
   for (int64_t o = 0; o < p.n; ++o) {
     std::fill(acc.begin(), acc.end(), 0.f);
     for (int k = 0; k < kK; ++k) {
       const int32_t in = p.map[size_t(o) * kK + size_t(k)];
       if (in < 0) continue;
-      const uint16_t* xr = p.x.data() + size_t(in) * size_t(p.cin);
+      const float* xr = xf.data() + size_t(in) * size_t(p.cin);
       for (int c = 0; c < p.cout; ++c) {
         const float* wr = wf.data() + (size_t(k) * kCoutW + size_t(c)) * size_t(p.cin);
         float s = 0.f;
-        for (int ci = 0; ci < p.cin; ++ci) s += half_to_float(xr[ci]) * wr[ci];
+        for (int ci = 0; ci < p.cin; ++ci) s += xr[ci] * wr[ci];
         acc[size_t(c)] += s;
       }
     }
