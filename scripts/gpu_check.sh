@@ -15,6 +15,7 @@
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
+#   SCN_SKIP_KERN=1     skip the osplit kernel check and timing (offset_split_check, kern.log)
 #   SCN_NCU=1           also profile the 21 implicit-GEMM launches of one forward with Nsight Compute
 #                       (ncu.log, with the arena plan trace)
 set -uo pipefail
@@ -167,6 +168,14 @@ if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoin
   "$BUILD/tests/cuda/bench_centerpoint" --data "$SCN_DATA_DIR" --csv /tmp/scn-bench ${SCN_BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
   echo "bench rc $? in $(( $(date +%s) - t2 )) s" | tee -a "$OUT/env.log"
   cat "$OUT/bench.log"
+fi
+
+if [ "${SCN_SKIP_KERN:-0}" != "1" ] && [ -x "$BUILD/tests/cuda/offset_split_check" ]; then
+  # the warp-independent implicit GEMM (osplit) vs the CPU and the igemm tiles, and their timings
+  t8=$(date +%s)
+  timeout 300 "$BUILD/tests/cuda/offset_split_check" --data "$SCN_DATA_DIR" > "$OUT/kern.log" 2>&1
+  echo "offset_split_check rc $? in $(( $(date +%s) - t8 )) s" | tee -a "$OUT/env.log"
+  grep -E "FAIL|^best|PASSED|FAILED|SKIP" "$OUT/kern.log" | head -40
 fi
 
 if [ "${SCN_NCU:-0}" = "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; then

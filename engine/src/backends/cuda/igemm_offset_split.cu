@@ -1,0 +1,104 @@
+// Registry and launcher of the warp-independent implicit GEMM (igemm_offset_split.cuh).
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "backends/cuda/igemm_offset_split.cuh"
+
+namespace scn::cuda {
+
+namespace {
+
+struct OsplitInstance {
+  OsplitConfig cfg;
+  void (*kernel)(const ConvArgs);
+  size_t smem;
+  int blocks_per_sm;
+};
+
+template <int CIN, int COUT, int WR, int P, int S, int W>
+OsplitInstance make(const char* name) {
+  using C = osplit::Cfg<CIN, COUT, WR, P, S, W>;
+  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem, 1};
+}
+
+// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The shared memory
+// is the K x COUT x CIN weights plus warps x stages x rows x CIN halves; the warps per SM follow from it.
+std::vector<OsplitInstance>& instances() {
+  static std::vector<OsplitInstance> v = [] {
+    std::vector<OsplitInstance> all;
+    // 16 -> 16 (level 0): 13.5 KiB of weights, 1 KiB per stage and warp
+    all.push_back(make<16, 16, 32, 1, 6, 8>("osplit c16x16r32p1s6w8"));
+    all.push_back(make<16, 16, 32, 1, 8, 16>("osplit c16x16r32p1s8w16"));
+    all.push_back(make<16, 16, 64, 1, 4, 8>("osplit c16x16r64p1s4w8"));
+    all.push_back(make<16, 16, 32, 2, 6, 8>("osplit c16x16r32p2s6w8"));
+    all.push_back(make<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
+    all.push_back(make<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
+    all.push_back(make<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
+    // 32 -> 32 (level 1): 54 KiB of weights, 2 KiB per stage and warp
+    all.push_back(make<32, 32, 32, 1, 4, 16>("osplit c32x32r32p1s4w16"));
+    all.push_back(make<32, 32, 32, 1, 5, 12>("osplit c32x32r32p1s5w12"));
+    all.push_back(make<32, 32, 32, 1, 5, 8>("osplit c32x32r32p1s5w8"));
+    all.push_back(make<32, 32, 32, 2, 4, 16>("osplit c32x32r32p2s4w16"));
+    all.push_back(make<32, 32, 32, 2, 3, 20>("osplit c32x32r32p2s3w20"));
+    all.push_back(make<32, 32, 32, 4, 4, 16>("osplit c32x32r32p4s4w16"));
+    all.push_back(make<32, 32, 32, 4, 3, 20>("osplit c32x32r32p4s3w20"));
+    return all;
+  }();
+  return v;
+}
+
+}  // namespace
+
+int osplit_num_configs() { return int(instances().size()); }
+
+const OsplitConfig& osplit_config(int id) { return instances().at(size_t(id)).cfg; }
+
+int osplit_find_config(const char* name) {
+  for (int i = 0; i < osplit_num_configs(); ++i) {
+    const char* n = osplit_config(i).name;
+    if (std::strcmp(n, name) == 0 || std::strcmp(n + 7, name) == 0) return i;  // "osplit " prefix optional
+  }
+  return -1;
+}
+
+bool osplit_config_fits(int id, const ConvArgs& a) {
+  const OsplitConfig& c = osplit_config(id);
+  return a.q == nullptr && a.row_order == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout &&
+         a.cout <= c.cout && a.cout_w >= c.cout;
+}
+
+int osplit_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_sm; }
+
+size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
+
+void osplit_init() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  for (OsplitInstance& in : instances()) {
+    const auto* fn = reinterpret_cast<const void*>(in.kernel);
+    SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
+    int bps = 0;
+    SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
+    SCN_CHECK(bps >= 1, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
+              " bytes of shared memory, ", in.cfg.warps * 32, " threads)");
+    in.blocks_per_sm = bps;
+  }
+}
+
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
+  const OsplitInstance& in = instances().at(size_t(id));
+  SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
+            ", cout_p ", a.cout_p, ", K ", a.K, ", row order ", a.row_order ? "set" : "none", ", mode ",
+            a.q ? "int8-aware" : "fp16", "): it needs cin_p ", in.cfg.cin, ", cout_p ", in.cfg.cout,
+            ", K 27, no row order, fp16");
+  const int64_t teams = in.cfg.warps / in.cfg.groups;
+  const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
+  const int64_t need = (slabs + teams - 1) / teams;
+  const int64_t resident = int64_t(sm_count) * in.blocks_per_sm;
+  const int64_t gx = need < resident ? need : resident;
+  in.kernel<<<unsigned(gx < 1 ? 1 : gx), unsigned(in.cfg.warps * 32), in.smem, st>>>(a);
+  SCN_CUDA_LAUNCHED();
+}
+
+}  // namespace scn::cuda

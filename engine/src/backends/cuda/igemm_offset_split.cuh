@@ -1,0 +1,304 @@
+// Warp-independent implicit GEMM for 16/32-channel submanifold convs (docs/cuda_backend.md, "Where the
+// time goes (issue 19)"). The tiles of implicit_gemm.cuh walk a tile's offsets in block-wide pipeline
+// steps: every step waits at a __syncthreads for the slowest warp and reloads a weight slice. Here:
+//
+//   block:  all K x COUT x CIN weights -> shared memory once (persistent grid), one barrier in all
+//   team:   P warps sharing a slab of WR rows; warp g of the team sums the offsets k with k % P == g
+//   warp:   map entries of its rows for its offsets -> registers (independent loads, one round trip);
+//           then its own STAGES-deep cp.async pipeline over those offsets: gather (zero-fill for rows
+//           without a neighbour, no memory request) -> __syncwarp -> ldmatrix -> mma.sync; an offset
+//           no row of the slab uses, or a 16-row block without a neighbour, issues no MMA
+//   end:    P == 1: the warp's epilogue; P > 1: partial sums -> shared memory, a named barrier of the
+//           team, each warp reduces a slice of the rows in the fixed order g = 0, 1, .., P-1
+//
+// Summation order per output element: P == 1 sums offsets ascending, channels ascending (the order
+// of implicit_gemm.cuh's tiles: bitwise the same result); P > 1 sums ((part_0 + part_1) + ..) with
+// part_g over offsets k = g, g + P, .. ascending. Either way it depends on P only, never on WR,
+// STAGES or the warps per block, so all configs of one P give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/igemm_offset_split.h"
+
+namespace scn::cuda {
+namespace osplit {
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+/// 16-byte asynchronous copy; src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
+}
+/// Barrier of the `threads` threads of one team (ids 1..15; 0 is __syncthreads).
+__device__ __forceinline__ void team_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/// Rows of C halves (C/8 16-byte chunks) unpadded, chunk c of row r stored at c ^ ((r / (8 / CPR)) % CPR):
+/// the 8 rows of an ldmatrix phase (consecutive, starting at a multiple of 8) hit 8 distinct bank groups.
+template <int C>
+__device__ __forceinline__ int swz(int r, int c) {
+  constexpr int CPR = C / 8;
+  constexpr int RPL = 8 / CPR;  // rows per 128-byte line
+  return (c ^ ((r / RPL) % CPR)) * 8;
+}
+
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
+struct Cfg {
+  static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
+  static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
+  static_assert(WR == 32 || WR == 64, "slabs of 32 or 64 rows");
+  static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
+  static_assert(WR % P == 0, "each warp of a team reduces whole rows");
+  static_assert(STAGES >= 2, "at least two stages");
+  static constexpr int kThreads = WARPS * 32;
+  static constexpr int TEAMS = WARPS / P;
+  static constexpr int KG = (KK + P - 1) / P;  // offsets per group
+  static constexpr int RH = WR / 32;           // rows per lane in the map registers
+  static constexpr int MT = WR / 16, NT = COUT / 8;
+  static constexpr int CPR = CIN / 8;
+  static constexpr int STAGE = WR * CIN;  // halves of one stage
+  static constexpr int WARP_HALVES = STAGES * STAGE;
+  static constexpr int LDC = COUT + 8;  // epilogue staging row (halves)
+  static constexpr int LDR = COUT + 4;  // partial sums row (floats)
+  static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
+  static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
+  static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
+  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
+};
+
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
+__global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
+  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, KK>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __half* sW = reinterpret_cast<__half*>(smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int team = warp / P, g = warp % P;
+  __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
+
+  // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below.
+  {
+    const __half* w = static_cast<const __half*>(a.w);
+    for (int i = tid; i < KK * COUT * C::CPR; i += C::kThreads) {
+      const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
+      cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
+    }
+    cp_commit();
+  }
+
+  const int64_t n = rows_of(a.n_out, a.cap_out);
+  const int64_t nslabs = (n + WR - 1) / WR;
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  const int32_t* __restrict__ out_in = a.out_in;
+  // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, ..: independent loads
+  int mp[C::RH][C::KG];
+  auto load_map = [&](int64_t slab) {
+#pragma unroll
+    for (int h = 0; h < C::RH; ++h) {
+      const int64_t row = slab * WR + lane + 32 * h;
+#pragma unroll
+      for (int j = 0; j < C::KG; ++j) {
+        const int k = g + j * P;
+        mp[h][j] = (row < n && k < KK) ? __ldg(out_in + row * KK + k) : -1;
+      }
+    }
+  };
+  const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
+  if (slab0 < nslabs) load_map(slab0);  // in flight beside the weights
+  cp_wait<0>();
+  __syncthreads();  // the weights have landed (every thread waited for its own copies)
+
+  for (int64_t slab = slab0; slab < nslabs; slab += int64_t(gridDim.x) * C::TEAMS) {
+    const int64_t r0 = slab * WR;
+    if (slab != slab0) load_map(slab);
+
+    // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
+    auto issue = [&](int j, int s) {
+      __half* dst = sS + s * C::STAGE;
+#pragma unroll
+      for (int it = 0; it < WR * C::CPR / 32; ++it) {
+        const int h = it / C::CPR;                                              // map registers of rows 32h..
+        const int rl = h * 32 + (it % C::CPR) * (32 / C::CPR) + lane / C::CPR;  // local row
+        const int c = lane % C::CPR;
+        const int src_row = __shfl_sync(0xffffffffu, mp[h][j], rl % 32);
+        const __half* src = src_row >= 0 ? x + int64_t(src_row) * CIN + c * 8 : x;
+        cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
+      }
+    };
+
+    float acc[C::MT][C::NT][4];
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+      for (int jn = 0; jn < C::NT; ++jn)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][jn][q] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < C::KG) issue(s, s);
+      cp_commit();
+    }
+#pragma unroll
+    for (int j = 0; j < C::KG; ++j) {
+      cp_wait<STAGES - 2>();
+      __syncwarp();
+      if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+      cp_commit();
+      const int k = g + j * P;
+      if (k >= KK) continue;
+      // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
+      uint32_t has[C::RH];
+      bool any = false;
+#pragma unroll
+      for (int h = 0; h < C::RH; ++h) {
+        has[h] = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
+        any |= has[h] != 0u;
+      }
+      if (!any) continue;
+      const __half* tA = sS + (j % STAGES) * C::STAGE;
+      const __half* tB = sW + k * COUT * CIN;
+#pragma unroll
+      for (int kk = 0; kk < CIN / 16; ++kk) {
+        uint32_t bf[C::NT][2];
+#pragma unroll
+        for (int jn = 0; jn < C::NT / 2; ++jn) {
+          const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
+          uint32_t r[4];
+          ldsm_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
+          bf[2 * jn][0] = r[0];
+          bf[2 * jn][1] = r[1];
+          bf[2 * jn + 1][0] = r[2];
+          bf[2 * jn + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < C::MT; ++i) {
+          if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+          const int row = i * 16 + (lane & 15);
+          uint32_t af[4];
+          ldsm_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
+#pragma unroll
+          for (int jn = 0; jn < C::NT; ++jn) mma16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+        }
+      }
+    }
+    cp_wait<0>();
+    __syncwarp();  // every lane is done with the stages: reuse them for the epilogue
+
+    const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+    __half* y = static_cast<__half*>(a.y);
+    // writes one 8-column chunk: v = half(act(acc + bias)) values, then the residual add and the ReLU
+    auto store8 = [&](int64_t row, int c8, __half(&v)[8]) {
+      if (res || a.relu_after) {
+        alignas(16) __half r[8];
+        if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + c8);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          float f = __half2float(v[q]);
+          if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
+          if (a.relu_after) f = f > 0.f ? f : 0.f;
+          v[q] = __float2half_rn(f);
+        }
+      }
+      *reinterpret_cast<uint4*>(y + row * a.cout_p + c8) = *reinterpret_cast<const uint4*>(v);
+    };
+
+    if constexpr (P == 1) {
+      // fragments -> half(act(acc + bias)) in the warp's staging rows, then 16-byte rows out
+      __half* sC = sS;
+#pragma unroll
+      for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+        for (int jn = 0; jn < C::NT; ++jn) {
+          const int col = jn * 8 + (lane & 3) * 2;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = i * 16 + (lane >> 2) + h * 8;
+            const float v0 = col < a.cout ? apply_act(acc[i][jn][2 * h] + b0, a.act, a.alpha) : 0.f;
+            const float v1 = col + 1 < a.cout ? apply_act(acc[i][jn][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+            *reinterpret_cast<__half2*>(sC + rl * C::LDC + col) = __floats2half2_rn(v0, v1);
+          }
+        }
+      __syncwarp();
+      for (int it = lane; it < WR * (COUT / 8); it += 32) {
+        const int rl = it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
+        const int64_t row = r0 + rl;
+        if (row >= n) continue;
+        alignas(16) __half v[8];
+        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * C::LDC + c8);
+        store8(row, c8, v);
+      }
+      __syncwarp();  // the staging rows are read before the next slab's gathers land there
+    } else {
+      // partial sums -> this warp's stages; the team meets; warp g reduces rows [g WR/P, (g+1) WR/P)
+      float* sR = reinterpret_cast<float*>(sS);
+#pragma unroll
+      for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+        for (int jn = 0; jn < C::NT; ++jn)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = i * 16 + (lane >> 2) + h * 8;
+            const int cl = jn * 8 + (lane & 3) * 2;
+            *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
+          }
+      team_sync(1 + team, P * 32);
+      constexpr int ROWS = WR / P;
+      const float* base = reinterpret_cast<const float*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
+      for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
+        const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
+        const int64_t row = r0 + rl;
+        if (row >= n) continue;
+        float v[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[q] = base[rl * C::LDR + c8 + q];
+#pragma unroll
+        for (int p = 1; p < P; ++p) {
+          const float* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as floats
+#pragma unroll
+          for (int q = 0; q < 8; ++q) v[q] += part[rl * C::LDR + c8 + q];
+        }
+        alignas(16) __half o[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          const int col = c8 + q;
+          o[q] = __float2half_rn(col < a.cout ? apply_act(v[q] + a.bias[col], a.act, a.alpha) : 0.f);
+        }
+        store8(row, c8, o);
+      }
+      team_sync(1 + team, P * 32);  // peers are done reading the partial sums
+    }
+  }
+}
+
+}  // namespace osplit
+}  // namespace scn::cuda

@@ -1,0 +1,40 @@
+// Host view of the warp-independent implicit GEMM ("osplit", igemm_offset_split.cuh): a sparse conv
+// kernel for 16/32-channel layers whose warps run their own gather pipelines with no block-wide
+// barrier per step, the weights staged once per block. Same ConvArgs as launch_igemm.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/kernels.h"
+
+namespace scn::cuda {
+
+struct OsplitConfig {
+  int cin, cout;  ///< channels (= ConvArgs cin_p / cout_p)
+  int rows;       ///< rows per warp (a slab; 32 or 64)
+  int groups;     ///< offset groups P: the P warps of a team share a slab, warp g sums the offsets k % P == g
+  int stages;     ///< per-warp gather pipeline depth (offsets in flight: stages - 1)
+  int warps;      ///< warps per block (teams of P warps)
+  const char* name;
+};
+
+/// The compiled configurations.
+int osplit_num_configs();
+const OsplitConfig& osplit_config(int id);
+/// Config id by name ("osplit c32x32r32p1s4w16" or without the "osplit " prefix), -1 when absent.
+int osplit_find_config(const char* name);
+/// True when config `id` runs this conv: fp16 mode, cin_p / cout_p equal to the config's, K = 27,
+/// no row order.
+bool osplit_config_fits(int id, const ConvArgs& a);
+/// Blocks per SM of config `id` (after osplit_init).
+int osplit_blocks_per_sm(int id);
+/// Dynamic shared memory of config `id` in bytes.
+size_t osplit_smem_bytes(int id);
+/// Prepares the kernels (shared-memory limits, occupancy); call once per device.
+void osplit_init();
+/// Launches config `id` (persistent grid sized for cap_out). Throws scn::Error when it does not fit.
+/// Results are bitwise those of every other config of the same `groups`; with groups == 1 they are
+/// the summation order of launch_igemm's tiles (offsets ascending, channels ascending per element).
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
+
+}  // namespace scn::cuda

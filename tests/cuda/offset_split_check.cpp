@@ -1,0 +1,471 @@
+// Standalone GPU check and timing of the warp-independent implicit GEMM (osplit, igemm_offset_split.cuh)
+// against a CPU fp32 reference and against the implicit-GEMM tiles of launch_igemm, on the real
+// nuScenes frame's sites:
+//   level 0: the frame's 79,745 input sites (input kernel, rank, perm), the 3x3x3 submanifold map,
+//            16 channels;
+//   level 1: the 3x3x3 stride-2 output sites of level 0 (strided mark, rank, coordinates, as the engine
+//            builds them: 69,276 sites on the frame) and their submanifold map, 32 channels.
+// Features, weights, biases and residuals are random (seeded, non-zero). Each level runs two epilogues:
+// ReLU, and the SparseBasicBlock form (no activation, residual add, ReLU after).
+// Checks (exit 1 on any failure): every kernel vs the CPU reference (rel-L2 < 1e-3 with the same fp16
+// rounding of the output); osplit vs the igemm tiles (cosine > 0.99999; bitwise for P = 1, whose
+// summation order is theirs); all osplit configs of one offset-group class P bitwise equal; two runs
+// bitwise equal. Timing: CUDA events around each launch, back to back after warm-up, median of --runs.
+// Exit 77 (ctest: skipped) without a GPU or without the frame.
+//
+//   offset_split_check [--data DIR] [--runs N] [--quick]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/igemm_offset_split.h"
+#include "backends/cuda/kernels.h"
+#include "core/half.h"
+#include "scn/error.h"
+#include "scn/tensor.h"
+
+using namespace scn;
+using namespace scn::cuda;
+
+namespace {
+
+#define CK(expr)                                                                                           \
+  do {                                                                                                     \
+    const cudaError_t e_ = (expr);                                                                         \
+    if (e_ != cudaSuccess)                                                                                 \
+      throw scn::Error(std::string("CUDA error in ") + #expr + ": " + cudaGetErrorString(e_) + " (line " + \
+                       std::to_string(__LINE__) + ")");                                                    \
+  } while (0)
+
+int failures = 0;
+void check(bool ok, const std::string& what) {
+  std::printf("  [%s] %s\n", ok ? "PASS" : "FAIL", what.c_str());
+  if (!ok) ++failures;
+}
+
+/// A device buffer freed on scope exit.
+struct Buf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit Buf(size_t n) : bytes(n) { CK(cudaMalloc(&p, n < 16 ? 16 : n)); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+  template <typename T>
+  void up(const std::vector<T>& v) {
+    CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  template <typename T>
+  std::vector<T> down(size_t n) const {
+    std::vector<T> v(n);
+    CK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+};
+
+/// A site set with its buffers (bitmap, ranks, perm, coords, count).
+struct Sites {
+  SiteIndex s;
+  Buf bits, rank_local, rank_block, perm, coords, count;
+  Sites(int s0, int s1, int s2, int64_t cap, bool with_perm)
+      : bits(words(s0, s1, s2) * 8),
+        rank_local(words(s0, s1, s2) * 2),
+        rank_block(size_t(rank_blocks(int64_t(words(s0, s1, s2)))) * 4),
+        perm(with_perm ? size_t(cap) * 4 : 16),
+        coords(size_t(cap) * 16),
+        count(4) {
+    s.bits = bits.as<uint64_t>();
+    s.rank_local = rank_local.as<uint16_t>();
+    s.rank_block = rank_block.as<uint32_t>();
+    s.perm = with_perm ? perm.as<int32_t>() : nullptr;
+    s.coords = coords.as<int4>();
+    s.count = count.as<int>();
+    s.words = int64_t(words(s0, s1, s2));
+    s.cap = cap;
+    s.s0 = s0;
+    s.s1 = s1;
+    s.s2 = s2;
+    s.batch = 1;
+    CK(cudaMemset(bits.p, 0, bits.bytes));
+  }
+  static size_t words(int s0, int s1, int s2) { return (size_t(s0) * s1 * s2 + 63) / 64; }
+};
+
+std::vector<uint16_t> random_halves(size_t n, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.05f, 1.f);
+  std::bernoulli_distribution sign(0.5);
+  std::vector<uint16_t> v(n);
+  for (auto& h : v) h = float_to_half((sign(rng) ? -1.f : 1.f) * u(rng) * scale);  // never zero
+  return v;
+}
+
+/// One conv problem: rows n of a map, input rows, channels.
+struct Problem {
+  const char* level;
+  int64_t n = 0, cap = 0;
+  int cin = 16, cout = 16;
+  const int32_t* d_map = nullptr;
+  const int* d_count = nullptr;
+  std::vector<int32_t> map;  // host copy [n][27]
+  std::vector<uint16_t> x;   // host copy [n_in][cin]
+  const void* d_x = nullptr;
+};
+
+struct Epi {
+  const char* name;
+  Act act;
+  bool residual;
+  bool relu_after;
+};
+
+constexpr int kK = 27;
+constexpr int kCoutW = 128;
+
+/// CPU fp32 reference with the engine's output rounding: y = half(act(acc + b)), + residual, ReLU.
+std::vector<float> reference(const Problem& p, const std::vector<uint16_t>& w, const std::vector<float>& bias,
+                             const Epi& e, const std::vector<uint16_t>& res) {
+  std::vector<float> wf(w.size());
+  for (size_t i = 0; i < w.size(); ++i) wf[i] = half_to_float(w[i]);
+  std::vector<float> xf(p.x.size());
+  for (size_t i = 0; i < p.x.size(); ++i) xf[i] = half_to_float(p.x[i]);
+  std::vector<float> y(size_t(p.n) * p.cout), acc(size_t(p.cout));
+  for (int64_t o = 0; o < p.n; ++o) {
+    std::fill(acc.begin(), acc.end(), 0.f);
+    for (int k = 0; k < kK; ++k) {
+      const int32_t in = p.map[size_t(o) * kK + size_t(k)];
+      if (in < 0) continue;
+      const float* xr = xf.data() + size_t(in) * size_t(p.cin);
+      for (int c = 0; c < p.cout; ++c) {
+        const float* wr = wf.data() + (size_t(k) * kCoutW + size_t(c)) * size_t(p.cin);
+        float s = 0.f;
+        for (int ci = 0; ci < p.cin; ++ci) s += xr[ci] * wr[ci];
+        acc[size_t(c)] += s;
+      }
+    }
+    for (int c = 0; c < p.cout; ++c) {
+      float v = acc[size_t(c)] + bias[size_t(c)];
+      if (e.act == Act::ReLU) v = v > 0.f ? v : 0.f;
+      v = round_to_half(v);
+      if (e.residual) v = round_to_half(v + half_to_float(res[size_t(o) * size_t(p.cout) + size_t(c)]));
+      if (e.relu_after) v = v > 0.f ? v : 0.f;
+      y[size_t(o) * size_t(p.cout) + size_t(c)] = v;
+    }
+  }
+  return y;
+}
+
+double rel_l2(const std::vector<uint16_t>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(half_to_float(got[i])) - want[i];
+    num += d * d;
+    den += double(want[i]) * want[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+double cosine(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = half_to_float(a[i]), y = half_to_float(b[i]);
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return ab / std::sqrt(aa * bb + 1e-300);
+}
+
+/// Median and minimum of `runs` launches timed one by one with events (back to back on one stream).
+template <typename F>
+std::pair<double, double> time_kernel(F launch, int runs, cudaStream_t st) {
+  for (int i = 0; i < 20; ++i) launch();
+  std::vector<cudaEvent_t> ev(size_t(runs) + 1);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  CK(cudaEventRecord(ev[0], st));
+  for (int i = 0; i < runs; ++i) {
+    launch();
+    CK(cudaEventRecord(ev[size_t(i) + 1], st));
+  }
+  CK(cudaStreamSynchronize(st));
+  std::vector<double> t(static_cast<size_t>(runs));
+  for (int i = 0; i < runs; ++i) {
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, ev[size_t(i)], ev[size_t(i) + 1]));
+    t[size_t(i)] = ms * 1000.0;
+  }
+  for (auto& e : ev) CK(cudaEventDestroy(e));
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+struct Row {
+  std::string level, epi, kernel;
+  int groups;
+  double median_us, min_us;
+  int bps;
+};
+
+void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, cudaStream_t st, std::mt19937& rng,
+                 std::vector<Row>& table) {
+  const size_t out_elems = size_t(p.n) * size_t(p.cout);
+  // weights [27][128][cin] (rows >= cout zero), bias [128]
+  std::vector<uint16_t> w(size_t(kK) * kCoutW * size_t(p.cin), 0);
+  const float wscale = 1.f / std::sqrt(float(kK * p.cin) * 0.3f);
+  for (int k = 0; k < kK; ++k)
+    for (int c = 0; c < p.cout; ++c) {
+      auto r = random_halves(size_t(p.cin), wscale, rng);
+      std::copy(r.begin(), r.end(), w.begin() + long((size_t(k) * kCoutW + size_t(c)) * size_t(p.cin)));
+    }
+  std::vector<float> bias(kCoutW, 0.f);
+  for (int c = 0; c < p.cout; ++c) bias[size_t(c)] = half_to_float(random_halves(1, 0.2f, rng)[0]);
+  std::vector<uint16_t> res = random_halves(out_elems, 1.f, rng);
+  Buf d_w(w.size() * 2), d_bias(bias.size() * 4), d_res(res.size() * 2);
+  d_w.up(w);
+  d_bias.up(bias);
+  d_res.up(res);
+
+  const Epi epis[] = {{"relu", Act::ReLU, false, false}, {"sbb(+res,relu)", Act::None, true, true}};
+  for (const Epi& e : epis) {
+    std::printf("\n== %s: %lld rows, %d -> %d channels, epilogue %s\n", p.level, (long long)p.n, p.cin, p.cout, e.name);
+    const std::vector<float> want = reference(p, w, bias, e, res);
+    ConvArgs a;
+    a.x = p.d_x;
+    a.out_in = p.d_map;
+    a.w = d_w.p;
+    a.bias = d_bias.as<float>();
+    a.residual = e.residual ? d_res.p : nullptr;
+    a.n_out = p.d_count;
+    a.cap_out = p.cap;
+    a.K = kK;
+    a.cin_p = p.cin;
+    a.cout = p.cout;
+    a.cout_p = p.cout;
+    a.cout_w = kCoutW;
+    a.act = e.act;
+    a.relu_after = e.relu_after;
+    Buf y(out_elems * 2);
+    auto result = [&]() {
+      CK(cudaStreamSynchronize(st));
+      return y.down<uint16_t>(out_elems);
+    };
+
+    // existing implicit-GEMM tiles (the heuristic's and the tuner's usual picks for these levels)
+    const char* igemm_names[] = {"m128n16k16s4t",  "m128n16k16s2tg2",   "m128n16k16s4",  "m64n32k32s4tr5",
+                                 "m64n32k32s2tg2", "m128n32k32s3tw8r4", "m128n32k32s4t", "m64n32k32s4t"};
+    std::vector<uint16_t> igemm_out;
+    for (const char* nm : igemm_names) {
+      const int id = igemm_find_config(nm);
+      if (id < 0 || !igemm_config_fits(id, p.cin, cc_major, kK, 0)) continue;
+      const IgemmConfig& c = igemm_config(id);
+      if (c.bn != p.cout) continue;
+      Buf wt(c.tma ? igemm_tile_weights(id, w, kK, kCoutW, p.cin, p.cout).size() * 2 : 16);
+      if (c.tma) wt.up(igemm_tile_weights(id, w, kK, kCoutW, p.cin, p.cout));
+      a.w_tma = wt.p;
+      a.y = y.p;
+      CK(cudaMemset(y.p, 0xff, y.bytes));
+      launch_igemm(id, a, sm, st);
+      const std::vector<uint16_t> got = result();
+      const double rl = rel_l2(got, want);
+      check(rl < 1e-3, std::string("igemm ") + nm + " vs CPU fp32: rel-L2 " + std::to_string(rl));
+      if (igemm_out.empty())
+        igemm_out = got;
+      else
+        check(got == igemm_out, std::string("igemm ") + nm + " bitwise equal to the first igemm tile");
+      const auto t = time_kernel([&] { launch_igemm(id, a, sm, st); }, runs, st);
+      table.push_back({p.level, e.name, c.name, 0, t.first, t.second, igemm_blocks_per_sm(id)});
+    }
+    a.w_tma = nullptr;
+
+    // osplit configs: per class P the first output is the class's reference
+    std::vector<std::pair<int, std::vector<uint16_t>>> per_class;
+    for (int id = 0; id < osplit_num_configs(); ++id) {
+      if (!osplit_config_fits(id, a)) continue;
+      const OsplitConfig& c = osplit_config(id);
+      a.y = y.p;
+      CK(cudaMemset(y.p, 0xff, y.bytes));
+      launch_osplit(id, a, sm, st);
+      const std::vector<uint16_t> got = result();
+      const double rl = rel_l2(got, want);
+      check(rl < 1e-3, std::string(c.name) + " vs CPU fp32: rel-L2 " + std::to_string(rl));
+      if (!igemm_out.empty()) {
+        const double cs = cosine(got, igemm_out);
+        check(cs > 0.99999, std::string(c.name) + " vs igemm: cosine " + std::to_string(cs));
+        if (c.groups == 1) check(got == igemm_out, std::string(c.name) + " bitwise equal to igemm (same order)");
+      }
+      CK(cudaMemset(y.p, 0xff, y.bytes));
+      launch_osplit(id, a, sm, st);
+      check(result() == got, std::string(c.name) + " bitwise equal run to run");
+      auto cls = std::find_if(per_class.begin(), per_class.end(), [&](const auto& q) { return q.first == c.groups; });
+      if (cls == per_class.end())
+        per_class.emplace_back(c.groups, got);
+      else
+        check(got == cls->second,
+              std::string(c.name) + " bitwise equal to the first config of class P=" + std::to_string(c.groups));
+      const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
+      table.push_back({p.level, e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
+    }
+    if (quick) break;  // one epilogue per level
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data;
+  if (const char* d = std::getenv("SCN_DATA_DIR")) data = d;
+#ifdef SCN_SHARED_DATA_DIR
+  if (data.empty()) data = std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
+#endif
+  int runs = 300;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--data" && i + 1 < argc) {
+      data = argv[++i];
+    } else if (s == "--runs" && i + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else if (s == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (quick) runs = std::min(runs, 200);
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    cudaGetLastError();
+    std::printf("SKIP: no CUDA device visible (offset_split_check runs on a GPU machine)\n");
+    return 77;
+  }
+  const std::string idx_path = data + "/in_indices_zyx.torch.int32.tensor";
+  if (!std::ifstream(idx_path)) {
+    std::printf("SKIP: the real frame is not at %s (--data DIR or SCN_DATA_DIR)\n", idx_path.c_str());
+    return 77;
+  }
+  try {
+    cudaDeviceProp prop{};
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const int sm = prop.multiProcessorCount;
+    std::printf("device: %s (cc %d.%d, %d SMs), runs per timing %d%s\n", prop.name, prop.major, prop.minor, sm, runs,
+                quick ? " (--quick)" : "");
+    if (prop.major < 8) {
+      std::printf("SKIP: compute capability %d.%d < 8.0 (mma.sync m16n8k16)\n", prop.major, prop.minor);
+      return 77;
+    }
+    igemm_init();
+    osplit_init();
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    std::mt19937 rng(19);
+
+    // ---- level 0: the frame's sites, as the engine's input step builds them
+    const Tensor idx = Tensor::load(idx_path);
+    SCN_CHECK(idx.ndim() == 2 && idx.dim(1) == 4 && idx.dtype() == DType::Int32, idx_path,
+              ": expected int32 [N, 4] indices");
+    const int64_t n0 = idx.dim(0);
+    Buf d_idx(size_t(n0) * 16), d_feat(size_t(n0) * 32), x0(size_t(n0) * 32);
+    CK(cudaMemcpy(d_idx.p, idx.data(), size_t(n0) * 16, cudaMemcpyHostToDevice));
+    const std::vector<uint16_t> f0 = random_halves(size_t(n0) * 16, 1.f, rng);
+    d_feat.up(f0);
+    Buf err0(sizeof(ErrSlot) * kNumErrKinds), err1(sizeof(ErrSlot) * kNumErrKinds);
+    std::vector<ErrSlot> einit(kNumErrKinds, ErrSlot{0, LLONG_MAX, 0, 0});
+    err0.up(einit);
+    err1.up(einit);
+    Sites s0(41, 1440, 1440, n0, true);
+    const int n0i = int(n0);
+    CK(cudaMemcpy(s0.count.p, &n0i, 4, cudaMemcpyHostToDevice));
+    launch_input_sites_features(d_idx.as<int32_t>(), d_feat.p, false, 16, 16, x0.p, s0.s, err0.as<ErrSlot>(), sm, st);
+    launch_rank(s0.s, false, nullptr, sm, st);
+    launch_build_perm(s0.s, sm, st);
+    const MapGeom subm{3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    Buf map0(size_t(n0) * kK * 4);
+    launch_subm_map(s0.s, subm, map0.as<int32_t>(), nullptr, SubmMapKernel::Rows, sm, st);
+
+    // ---- level 1: the stride-2 output sites (the engine's strided map step), their subm map
+    const int64_t cap1 = 2 * n0;
+    Sites s1(21, 720, 720, cap1, false);
+    const MapGeom down{3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1};
+    launch_strided_mark(s0.s, s1.s, down, sm, st);
+    launch_rank(s1.s, true, err1.as<ErrSlot>(), sm, st);
+    launch_emit_coords(s1.s, sm, st);
+    Buf map1(size_t(cap1) * kK * 4);
+    launch_subm_map(s1.s, subm, map1.as<int32_t>(), nullptr, SubmMapKernel::Rows, sm, st);
+    CK(cudaStreamSynchronize(st));
+    const std::vector<ErrSlot> e0 = err0.down<ErrSlot>(kNumErrKinds), e1 = err1.down<ErrSlot>(kNumErrKinds);
+    for (int k = 0; k < kNumErrKinds; ++k)
+      SCN_CHECK(e0[size_t(k)].hits == 0 && e1[size_t(k)].hits == 0, "site construction reported error kind ", k);
+    const int n1 = s1.count.down<int>(1)[0];
+    SCN_CHECK(n1 > 0 && n1 <= cap1, "level-1 site count ", n1, " outside (0, ", cap1, "]");
+    Buf x1(size_t(n1) * 64);
+    const std::vector<uint16_t> f1 = random_halves(size_t(n1) * 32, 1.f, rng);
+    x1.up(f1);
+
+    Problem p0;
+    p0.level = "level0 16ch";
+    p0.n = n0;
+    p0.cap = n0;
+    p0.cin = p0.cout = 16;
+    p0.d_map = map0.as<int32_t>();
+    p0.d_count = s0.count.as<int>();
+    p0.map = map0.down<int32_t>(size_t(n0) * kK);
+    p0.x = x0.down<uint16_t>(size_t(n0) * 16);
+    p0.d_x = x0.p;
+    Problem p1;
+    p1.level = "level1 32ch";
+    p1.n = n1;
+    p1.cap = cap1;
+    p1.cin = p1.cout = 32;
+    p1.d_map = map1.as<int32_t>();
+    p1.d_count = s1.count.as<int>();
+    p1.map = map1.down<int32_t>(size_t(n1) * kK);
+    p1.x = f1;
+    p1.d_x = x1.p;
+    for (const Problem* p : {&p0, &p1}) {
+      int64_t pairs = 0;
+      for (int32_t v : p->map) pairs += v >= 0;
+      std::printf("%s: %lld sites, %lld pairs (%.1f per row)\n", p->level, (long long)p->n, (long long)pairs,
+                  double(pairs) / double(p->n));
+    }
+
+    std::vector<Row> table;
+    run_problem(p0, runs, quick, sm, prop.major, st, rng, table);
+    run_problem(p1, runs, quick, sm, prop.major, st, rng, table);
+
+    std::printf("\n%-12s %-15s %-26s %2s %10s %10s %6s\n", "level", "epilogue", "kernel", "P", "median us", "min us",
+                "blk/SM");
+    for (const Row& r : table)
+      std::printf("%-12s %-15s %-26s %2s %10.2f %10.2f %6d\n", r.level.c_str(), r.epi.c_str(), r.kernel.c_str(),
+                  r.groups ? std::to_string(r.groups).c_str() : "-", r.median_us, r.min_us, r.bps);
+    for (const char* lv : {"level0 16ch", "level1 32ch"}) {
+      double best_ig = 1e30, best_os = 1e30;
+      std::string nig, nos;
+      for (const Row& r : table) {
+        if (r.level != lv || r.epi != "relu") continue;
+        if (r.groups == 0 && r.median_us < best_ig) best_ig = r.median_us, nig = r.kernel;
+        if (r.groups > 0 && r.median_us < best_os) best_os = r.median_us, nos = r.kernel;
+      }
+      if (!nig.empty() && !nos.empty())
+        std::printf("best %s: igemm %s %.2f us, osplit %s %.2f us (%.2fx)\n", lv, nig.c_str(), best_ig, nos.c_str(),
+                    best_os, best_ig / best_os);
+    }
+    CK(cudaStreamDestroy(st));
+  } catch (const std::exception& ex) {
+    std::printf("FAIL: %s\n", ex.what());
+    return 1;
+  }
+  std::printf("\n%s: %d failed check(s)\n", failures ? "FAILED" : "PASSED", failures);
+  return failures ? 1 : 0;
+}
