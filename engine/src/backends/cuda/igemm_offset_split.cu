@@ -64,7 +64,7 @@ int osplit_find_config(const char* name) {
 
 bool osplit_config_fits(int id, const ConvArgs& a) {
   const OsplitConfig& c = osplit_config(id);
-  return a.q == nullptr && a.row_order == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout &&
+  return a.q == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout &&
          a.cout <= c.cout && a.cout_w >= c.cout;
 }
 
@@ -89,9 +89,9 @@ void osplit_init() {
 void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
   const OsplitInstance& in = instances().at(size_t(id));
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
-            ", cout_p ", a.cout_p, ", K ", a.K, ", row order ", a.row_order ? "set" : "none", ", mode ",
+            ", cout_p ", a.cout_p, ", K ", a.K, ", mode ",
             a.q ? "int8-aware" : "fp16", "): it needs cin_p ", in.cfg.cin, ", cout_p ", in.cfg.cout,
-            ", K 27, no row order, fp16");
+            ", K 27, fp16");
   const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;
