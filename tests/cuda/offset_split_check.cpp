@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
     launch_build_perm(s0.s, sm, st);
     const MapGeom subm{3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     Buf map0(size_t(n0) * kK * 4);
-    launch_subm_map(s0.s, subm, map0.as<int32_t>(), nullptr, SubmMapKernel::Rows, sm, st);
+    launch_subm_map(s0.s, subm, map0.as<int32_t>(), MapKernel::Rows, sm, st);
 
     // ---- level 1: the stride-2 output sites (the engine's strided map step), their subm map
     const int64_t cap1 = 2 * n0;
@@ -402,7 +402,7 @@ int main(int argc, char** argv) {
     launch_rank(s1.s, true, err1.as<ErrSlot>(), sm, st);
     launch_emit_coords(s1.s, sm, st);
     Buf map1(size_t(cap1) * kK * 4);
-    launch_subm_map(s1.s, subm, map1.as<int32_t>(), nullptr, SubmMapKernel::Rows, sm, st);
+    launch_subm_map(s1.s, subm, map1.as<int32_t>(), MapKernel::Rows, sm, st);
     CK(cudaStreamSynchronize(st));
     const std::vector<ErrSlot> e0 = err0.down<ErrSlot>(kNumErrKinds), e1 = err1.down<ErrSlot>(kNumErrKinds);
     for (int k = 0; k < kNumErrKinds; ++k)
