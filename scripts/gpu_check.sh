@@ -16,6 +16,9 @@
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
 #   SCN_SKIP_KERN=1     skip the osplit kernel check and timing (offset_split_check, kern.log)
+#   SCN_SKIP_VOX=1      skip the voxelizer and points -> BEV checks and timings (vox.log)
+#   SCN_SKIP_CACHE=1    skip the tuning-cache timings on the real frame (cache.log)
+#   (.devdata/int8_plans present: the INT8 plans of `scn calibrate --min-cosine`, int8_plans.log)
 #   SCN_NCU=1           also profile the 21 implicit-GEMM launches of one forward with Nsight Compute
 #                       (ncu.log, with the arena plan trace)
 set -uo pipefail
@@ -176,6 +179,80 @@ if [ "${SCN_SKIP_KERN:-0}" != "1" ] && [ -x "$BUILD/tests/cuda/offset_split_chec
   timeout 300 "$BUILD/tests/cuda/offset_split_check" --data "$SCN_DATA_DIR" > "$OUT/kern.log" 2>&1
   echo "offset_split_check rc $? in $(( $(date +%s) - t8 )) s" | tee -a "$OUT/env.log"
   grep -E "FAIL|^best|PASSED|FAILED|SKIP" "$OUT/kern.log" | head -40
+fi
+
+if [ "${SCN_SKIP_VOX:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp/scn-zoo/centerpoint/model.onnx ]; then
+  # Points -> BEV (docs/voxelize.md): a 272,736-point nuScenes-like cloud; the CUDA voxel set against the
+  # CPU oracle's bit for bit, the voxelizer's time, points -> BEV in one CUDA graph, and `scn run --points`
+  # on both backends compared.
+  t9=$(date +%s)
+  {
+    S="$BUILD/tools/cli/scn" M=/tmp/scn-zoo/centerpoint/model.onnx C=/tmp/scn-cloud.bin P=nuscenes-centerpoint
+    "$S" synth --seed 1 --points "$C"
+    for d in cuda cpu; do
+      "$S" voxelize "$C" --preset $P --device $d --features "/tmp/scn-vf-$d.tensor" --indices "/tmp/scn-vi-$d.tensor"
+    done
+    if cmp -s /tmp/scn-vf-cuda.tensor /tmp/scn-vf-cpu.tensor && cmp -s /tmp/scn-vi-cuda.tensor /tmp/scn-vi-cpu.tensor; then
+      echo "voxel sets: CUDA and CPU bitwise equal"
+    else
+      echo "voxel sets: FAIL, CUDA and CPU differ"
+    fi
+    echo "== scn voxelize --bench 1000 (CUDA)"
+    "$S" voxelize "$C" --preset $P --device cuda --bench 1000
+    echo "== bench_points_to_bev"
+    "$BUILD/tests/voxelize/bench_points_to_bev" "$M" "$C" --preset $P --runs 500
+    echo "== scn run --points: CUDA fp16 vs CPU fp32"
+    "$S" run "$M" --points "$C" --preset $P --device cuda --output /tmp/scn-bev-cuda.tensor
+    "$S" run "$M" --points "$C" --preset $P --device cpu --precision fp32 --output /tmp/scn-bev-cpu.tensor
+    "$S" compare /tmp/scn-bev-cuda.tensor /tmp/scn-bev-cpu.tensor --min-cosine 0.9999
+    echo "compare rc $?"
+  } > "$OUT/vox.log" 2>&1
+  echo "voxelizer rc $? in $(( $(date +%s) - t9 )) s" | tee -a "$OUT/env.log"
+  grep -E "voxel sets|median|cosine|rc |FAIL|rror" "$OUT/vox.log" | head -30
+fi
+
+if [ "${SCN_SKIP_CACHE:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp/scn-zoo/centerpoint/model.onnx ]; then
+  # The tuning cache on the real frame: the first bind tunes and writes it, the second reads it.
+  t10=$(date +%s)
+  {
+    rm -f /tmp/scn-tc.tune
+    for pass in tune-and-write read; do
+      echo "== $pass"
+      "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
+        --indices "$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --device cuda --runs 300 \
+        --tuning-cache /tmp/scn-tc.tune 2>&1 | grep -E "build|first bind|latency|tuning"
+    done
+    echo "== --no-autotune (heuristic tiles)"
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
+      --indices "$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --device cuda --runs 300 \
+      --no-autotune 2>&1 | grep -E "build|first bind|latency"
+  } > "$OUT/cache.log" 2>&1
+  echo "tuning cache rc $? in $(( $(date +%s) - t10 )) s" | tee -a "$OUT/env.log"
+  cat "$OUT/cache.log"
+fi
+
+if [ -d "$ROOT/.devdata/int8_plans" ] && [ -x "$BUILD/tools/cli/scn" ]; then
+  # INT8 plans chosen by `scn calibrate --min-cosine` (calibrated on the CPU beforehand, carried in
+  # .devdata/int8_plans with their FP32 model cp.onnx): accuracy on the real frame and time.
+  t11=$(date +%s)
+  {
+    EF="$SCN_DATA_DIR/in_features.torch.fp16.tensor" EI="$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor"
+    D=$ROOT/.devdata/int8_plans
+    "$BUILD/tools/cli/scn" run "$D/cp.onnx" --features "$EF" --indices "$EI" --grid 41x1440x1440 --precision fp32 \
+      --device cpu --output /tmp/scn-plans-fp32.tensor
+    for m in "$D"/cp.*.onnx; do
+      echo "== $(basename "$m")"
+      "$BUILD/tools/cli/scn" run "$m" --features "$EF" --indices "$EI" --grid 41x1440x1440 --precision int8 \
+        --device cuda --output /tmp/scn-plans-int8.tensor 2>&1 | grep -iE "int8|node"
+      "$BUILD/tools/cli/scn" compare /tmp/scn-plans-int8.tensor /tmp/scn-plans-fp32.tensor | grep -E "cosine|rel-L2"
+      for prec in int8 fp16; do
+        "$BUILD/tools/cli/scn" bench "$m" --features "$EF" --indices "$EI" --grid 41x1440x1440 --precision $prec \
+          --device cuda --runs 500 | grep -E "latency|workspace" | sed "s/^/$prec /"
+      done
+    done
+  } > "$OUT/int8_plans.log" 2>&1
+  echo "int8 plans rc $? in $(( $(date +%s) - t11 )) s" | tee -a "$OUT/env.log"
+  cat "$OUT/int8_plans.log"
 fi
 
 if [ "${SCN_NCU:-0}" = "1" ] && [ -x "$BUILD/tests/cuda/bench_centerpoint" ]; then

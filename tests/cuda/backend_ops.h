@@ -75,15 +75,21 @@ inline std::vector<OpCase> op_cases() {
   v.push_back(single_conv_case("strided16to32_k3", 16, 32, k3, s2, 3000));
   v.push_back(single_conv_case("strided64to128_k3", 64, 128, k3, s2, 2500));
   v.push_back(single_conv_case("subm32_k3_batch2", 32, 32, k3, s1, 3000, 2));
-  {
+  // An inverse conv's own stride and padding are not used (spconv semantics: it reuses the strided
+  // conv's rulebook): the same case with the strided conv's attributes and with stride 1 / pad 0.
+  for (const bool own_attrs : {true, false}) {
     OpCase c;
-    c.name = "strided_then_inverse";
-    c.build = []() {
-      EngineBuilder b("strided_then_inverse");
+    c.name = own_attrs ? "strided_then_inverse" : "strided_then_inverse_s1p0";
+    c.build = [own_attrs, name = c.name]() {
+      EngineBuilder b(name);
       ValueId x = b.push_input("0", 16);
       ValueId y =
           b.push_sparse_conv("down", x, conv(16, 32, {3, 3, 3}, {2, 2, 2}, false, 21, Activation::ReLU, "spconv1"));
       ConvAttrs inv = conv(32, 16, {3, 3, 3}, {2, 2, 2}, false, 22, Activation::ReLU, "spconv1");
+      if (!own_attrs) {
+        inv.stride = {1, 1, 1};
+        inv.padding = {0, 0, 0};
+      }
       inv.inverse = true;
       b.push_output(b.push_sparse_conv("up", y, inv));
       return b;

@@ -1,8 +1,8 @@
 // Phase 2 of the voxelizer (docs/voxelize.md, "One graph from points to BEV"): points on the
 // device -> CUDA voxelizer -> CUDA engine bound with set_input_device_count, captured into ONE
 // CUDA graph (voxelizer run + engine forward, no host synchronisation in between), compared bit
-// for bit with the two-step path (count read back, set_input with [N, C] tensors). Fails until
-// the CUDA engine implements set_input_device_count; skips without a GPU.
+// for bit with the two-step path (count read back, set_input with [N, C] tensors); and a device
+// count above the engine's capacity reported by check_errors(). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -71,6 +71,33 @@ TEST(PointsToBevCuda, OneGraphEqualsTwoSteps) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
+}
+TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor points = voxtest::make_cloud(c, 270000, 5, /*non_finite=*/false).to(Device::Cuda);
+  const Int3 grid = model_grid(c);
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.max_input_voxels = 4096;  // far below the cloud's voxel count
+  o.cuda_graph = false;
+  auto vox = Voxelizer::create(c, Backend::Cuda, 300000);
+  auto eng = test::centerpoint_builder(grid, 5).build(o);
+  eng->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid);
+  vox->run(points, nullptr);
+  eng->forward(nullptr);
+  vox->check_errors();
+  const int64_t voxels = vox->count();
+  ASSERT_GT(voxels, 4096);
+  try {
+    eng->check_errors();
+    FAIL() << "no error for " << voxels << " voxels on a capacity of 4096";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("device count"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(voxels) + " voxels exceed the capacity of 4096"), std::string::npos) << m;
+  }
 }
 #endif
 

@@ -21,15 +21,18 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("model", a.model, "ONNX model")->required()->check(CLI::ExistingFile);
   CLI::Option* f = c->add_option("--features", a.features, "Input features .tensor");
   CLI::Option* i = c->add_option("--indices", a.indices, "Input indices .tensor");
-  c->add_option("--grid", a.grid, "Grid in the model's index order (default for --synthetic: "
-                                                   "the preset's grid)")
-                       ->check(grid_validator());
+  c->add_option("--grid", a.grid,
+                "Grid in the model's index order (default for --synthetic: "
+                "the preset's grid)")
+      ->check(grid_validator());
   CLI::Option* s = c->add_option("--synthetic", a.synthetic, "Use a synthetic frame of N voxels instead of files")
                        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
   c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
       ->check(CLI::IsMember({"nuscenes", "kitti"}));
-  c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")->capture_default_str()->check(CLI::Range(1, 1024));
+  c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   c->add_option("--precision", a.precision, "Activation precision")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "int8"}));
@@ -41,17 +44,17 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--threads", a.threads, "CPU backend threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  CLI::Option* sw = c->add_option("--sweep", a.sweep,
-                                  "Synthetic voxel counts run through one engine, e.g. 10000,20000,...,300000")
-                        ->check(count_list_validator());
+  CLI::Option* sw =
+      c->add_option("--sweep", a.sweep, "Synthetic voxel counts run through one engine, e.g. 10000,20000,...,300000")
+          ->check(count_list_validator());
   c->add_option("--csv", a.csv, "Per-run latencies: voxels,run,ms");
-  c->add_option("--sweep-csv", a.sweep_csv,
-                "Sweep results: voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms")
+  c->add_option("--sweep-csv", a.sweep_csv, "Sweep results: voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms")
       ->needs(sw);
   c->add_flag("--layers", a.layers, "Per-layer times (Engine::profile_layers)");
   c->add_flag("--no-cuda-graph", a.no_cuda_graph, "CUDA: launch kernels directly instead of replaying a CUDA graph");
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
-  c->add_option("--tile", a.tile, "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--tile", a.tile,
+                "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   f->needs(i);
@@ -157,7 +160,8 @@ int run_bench(const BenchArgs& a) {
     if (a.synthetic > 0) inputs.push_back(synthetic_input(so, a.synthetic, a.batch));
   }
   int64_t max_voxels = 0;
-  for (const Input& in : inputs) max_voxels = std::max<int64_t>(max_voxels, in.indices.ndim() == 2 ? in.indices.dim(0) : 0);
+  for (const Input& in : inputs)
+    max_voxels = std::max<int64_t>(max_voxels, in.indices.ndim() == 2 ? in.indices.dim(0) : 0);
   for (int64_t v : sweep) max_voxels = std::max<int64_t>(max_voxels, v * a.batch);
 
   BuildOptions opts;
@@ -196,10 +200,17 @@ int run_bench(const BenchArgs& a) {
   std::string sweep_error;
   if (sweep.empty()) {
     const Input& in = inputs.front();
+    const int64_t t_bind = now_ns();
     engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
+    const double bind_ms = ms_since(t_bind);
     std::printf("input      %s: features %s, indices %s, grid %s, batch %d\n", in.label.c_str(),
                 describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
                 a.batch);
+    // the first frame plans the arena and (CUDA) tunes the tiles or reads them from --tuning-cache
+    std::printf("first bind %.1f ms (planning%s)\n", bind_ms,
+                engine->backend() != Backend::Cuda ? ""
+                : opts.cuda.tuning_cache.empty()   ? ", autotuning"
+                                                   : ", tuning cache");
     const std::vector<double> ms = timed_forwards(*engine, warmup, runs, "bench");
     const Stats st = compute_stats(ms);
     std::printf(

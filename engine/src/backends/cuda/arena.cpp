@@ -259,6 +259,8 @@ void CudaEngine::prepare_inputs() {
     in.host_idx.alloc(size_t(cap) * 16 + 16);
     in.host_count.alloc(16);
     SCN_CUDA_CHECK(cudaEventCreateWithFlags(&in.copied, cudaEventDisableTiming));
+    for (const Step& st : steps_)
+      if (st.kind == StepKind::Input && st.slot == int(k)) in.node = st.node;
   }
   out_compact_ = std::vector<DevMem>(g.outputs.size());
 }
@@ -267,7 +269,12 @@ void CudaEngine::stage_inputs(cudaStream_t s) {
   for (size_t k = 0; k < inputs_.size(); ++k) {
     InputSlot& in = inputs_[k];
     const SiteInfo& si = sites_[size_t(an().value_sites[size_t(graph_->inputs[k])])];
-    if (in.on_device) {
+    if (in.device_count) {
+      launch_stage_counted_rows(in.dev_features.data(), in.raw_feat.get(), in.channels * (in.raw_fp32 ? 4 : 2),
+                                static_cast<const int32_t*>(in.dev_indices.data()), in.raw_idx.get<int32_t>(),
+                                in.device_count, si.dev.count, si.cap_build, err_of(in.node) + kErrOverflow, sm_count_,
+                                s);
+    } else if (in.on_device) {
       const size_t fb = size_t(in.n) * size_t(in.channels) * (in.raw_fp32 ? 4 : 2);
       if (fb)
         SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_feat.get(), in.dev_features.data(), fb, cudaMemcpyDeviceToDevice, s));

@@ -137,6 +137,20 @@ CudaEngine::~CudaEngine() {
 
 void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
                            const InputLabels& labels) {
+  bind_input(index, features, indices, grid, batch_size, labels, nullptr);
+}
+
+void CudaEngine::set_input_device_count(int index, const Tensor& features, const Tensor& indices,
+                                        const int32_t* device_count, const Int3& grid, int batch_size,
+                                        const InputLabels& labels) {
+  SCN_CHECK(device_count != nullptr, "input '", input_name(index), "': set_input_device_count without a device count");
+  SCN_CHECK(features.device() == Device::Cuda && indices.device() == Device::Cuda, labels.features, ": input '",
+            input_name(index), "': set_input_device_count takes device buffers (features and indices on the GPU)");
+  bind_input(index, features, indices, grid, batch_size, labels, device_count);
+}
+
+void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                            const InputLabels& labels, const int32_t* device_count) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   const std::string& name = input_name(index);
   InputSlot& in = inputs_[size_t(index)];
@@ -148,8 +162,9 @@ void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indi
   const int64_t n = features.dim(0);
   const int s = an().value_sites[size_t(graph_->inputs[size_t(index)])];
   const SiteInfo& si = sites_[size_t(s)];
-  SCN_CHECK(n <= si.cap_build, labels.features, ": input '", name, "': ", n, " voxels exceed the capacity ",
-            si.cap_build,
+  // A device count is checked on the device (the buffers may hold more rows than are valid).
+  SCN_CHECK(device_count || n <= si.cap_build, labels.features, ": input '", name, "': ", n,
+            " voxels exceed the capacity ", si.cap_build,
             " planned at build (BuildOptions.max_input_voxels x max_batch; 0 = the largest output_bound of the "
             "graph, else ",
             kDefaultCapacity, "); rebuild with a larger max_input_voxels");
@@ -191,17 +206,22 @@ void CudaEngine::set_input(int index, const Tensor& features, const Tensor& indi
     in.on_device = true;
     in.copy_pending = false;
   }
-  if (in.raw_fp32 != fp32) exec_valid_ = false;
+  if (in.raw_fp32 != fp32 || in.device_count != device_count) exec_valid_ = false;
   in.raw_fp32 = fp32;
-  in.n = n;
+  in.device_count = device_count;
+  in.n = device_count ? std::min(n, si.cap_build) : n;  // with a device count: the most rows staged
   in.grid = grid;
   in.bound = true;
   batch_ = batch_size;
-  bool all = true;
-  for (const auto& i : inputs_) all = all && i.bound;
+  bool all = true, counted = false;
+  for (const auto& i : inputs_) {
+    all = all && i.bound;
+    counted = counted || i.device_count;
+  }
   if (all) {
     ensure_planned();
-    if (autotune_ && !tuned_) tune_or_load();
+    // A device-count input holds its rows only once its producer ran: tune at the first forward.
+    if (autotune_ && !tuned_ && !counted) tune_or_load();
   }
 }
 
@@ -210,8 +230,17 @@ void CudaEngine::forward(void* stream) {
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
-  if (autotune_ && !tuned_) tune_or_load();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
+  if (autotune_ && !tuned_) {
+    // The tuner runs on the engine's stream: after what the caller enqueued on `s` (a device-count
+    // input's producer), and finished before the forward's own work on `s`.
+    if (s != own_stream_) {
+      SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
+    }
+    tune_or_load();
+    SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
+  }
   stage_inputs(s);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   SCN_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
@@ -247,6 +276,15 @@ Tensor CudaEngine::output(int index) {
     launch_compact_rows(value_ptr(v), cp, ob.get(), val.channels, n, own_stream_);
   SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   return Tensor::wrap(ob.get(), {n, val.channels}, DType::Float16, Device::Cuda);
+}
+
+Tensor CudaEngine::output_async(int index) {
+  output_name(index);
+  SCN_CHECK(forwarded_, graph_->source, ": output_async(", index, ") requested before forward()");
+  const int v = graph_->outputs[size_t(index)];
+  // A sparse output's row count is on the device: reading it waits (output()).
+  if (graph_->values[size_t(v)].sparse) return output(index);
+  return Tensor::wrap(value_ptr(v), frame_.shapes.dense_shape[size_t(v)], DType::Float16, Device::Cuda);
 }
 
 Tensor CudaEngine::output_indices(int index) {

@@ -88,8 +88,10 @@ struct InputSlot {
   bool bound = false;
   bool on_device = false;
   bool raw_fp32 = false;
-  int64_t n = 0;
+  int64_t n = 0;  ///< rows (with a device count: the most rows staged)
   int channels = 0;
+  int node = -1;                          ///< the graph's Input node (its error slots)
+  const int32_t* device_count = nullptr;  ///< set_input_device_count: the row count in device memory
   Int3 grid{0, 0, 0};
   Tensor dev_features, dev_indices;  ///< device tensors given to set_input (read by forward)
   DevMem raw_feat, raw_idx;          ///< device staging
@@ -106,8 +108,11 @@ class CudaEngine final : public Engine {
   Backend backend() const override { return Backend::Cuda; }
   void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
                  const InputLabels& labels) override;
+  void set_input_device_count(int index, const Tensor& features, const Tensor& indices, const int32_t* device_count,
+                              const Int3& grid, int batch_size, const InputLabels& labels) override;
   void forward(void* stream) override;
   Tensor output(int index) override;
+  Tensor output_async(int index) override;
   Tensor output_indices(int index) override;
   void check_errors() override;
   std::vector<double> time_forward(int warmup, int runs) override;
@@ -118,6 +123,8 @@ class CudaEngine final : public Engine {
   const Graph& g() const { return *graph_; }
   const GraphAnalysis& an() const { return *plan_->analysis; }
   const FusionPlan& fusion() const { return plan_->fusion; }
+  void bind_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                  const InputLabels& labels, const int32_t* device_count);
 
   // lowering.cpp: the plan's convs and steps for this device
   void lower_convs();

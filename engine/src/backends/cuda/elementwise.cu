@@ -9,8 +9,28 @@ namespace {
 
 __global__ void set_count_kernel(int* count, int value) { *count = value; }
 
-__global__ void add_kernel(const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ y,
-                           int cp, const int* count, int64_t cap, bool relu) {
+// An input whose row count lives on the device (set_input_device_count): the count is clamped to
+// the capacity (an overflow is recorded, never read past), stored as the site count, and the first
+// rows of features (copied as 2-byte units: fp16 rows of odd channel counts are not 4-byte
+// aligned) and indices are staged.
+__global__ void stage_counted_rows_kernel(const uint16_t* __restrict__ src_feat, uint16_t* __restrict__ dst_feat,
+                                          int feat_row_halves, const int4* __restrict__ src_idx,
+                                          int4* __restrict__ dst_idx, const int* src_count, int* dst_count, int64_t cap,
+                                          ErrSlot* err) {
+  const int64_t raw = *src_count;
+  const int64_t n = raw < 0 ? 0 : (raw < cap ? raw : cap);
+  const int64_t tid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  if (tid == 0) {
+    *dst_count = int(n);
+    if (raw < 0 || raw > cap) record_error(err, raw < 0 ? -1 : 0, raw < 0 ? 0 : raw, cap);  // row -1: negative
+  }
+  for (int64_t i = tid; i < n * feat_row_halves; i += stride) dst_feat[i] = src_feat[i];
+  for (int64_t i = tid; i < n; i += stride) dst_idx[i] = src_idx[i];
+}
+
+__global__ void add_kernel(const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ y, int cp,
+                           const int* count, int64_t cap, bool relu) {
   const int64_t total = rows_of(count, cap) * cp / 2;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const float2 u = __half22float2(reinterpret_cast<const __half2*>(a)[t]);
@@ -35,8 +55,8 @@ __global__ void relu_kernel(const __half* __restrict__ x, __half* __restrict__ y
     reinterpret_cast<__half2*>(y)[t] = __hmax2(reinterpret_cast<const __half2*>(x)[t], zero);
 }
 
-__global__ void copy_columns_kernel(const __half* __restrict__ x, int xp, int c, __half* __restrict__ y, int yp,
-                                    int c0, const int* count, int64_t cap) {
+__global__ void copy_columns_kernel(const __half* __restrict__ x, int xp, int c, __half* __restrict__ y, int yp, int c0,
+                                    const int* count, int64_t cap) {
   const int64_t total = rows_of(count, cap) * c;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = t / c;
@@ -66,10 +86,10 @@ __device__ __forceinline__ int src_coord(const int (&q)[5], const int (&out_axis
 
 struct DensifyPlan {
   DensifyArgs a;
-  int jc;          // output axis holding the channels
-  int64_t cs;      // output stride of the channel axis
-  int64_t npos;    // output elements per channel
-  int groups;      // channel groups of 8
+  int jc;        // output axis holding the channels
+  int64_t cs;    // output stride of the channel axis
+  int64_t npos;  // output elements per channel
+  int groups;    // channel groups of 8
 };
 
 __global__ void densify_kernel(const DensifyPlan p) {
@@ -198,11 +218,20 @@ void launch_set_count(int* count, int value, cudaStream_t st) {
   SCN_CUDA_LAUNCHED();
 }
 
+void launch_stage_counted_rows(const void* src_feat, void* dst_feat, int feat_row_bytes, const int32_t* src_idx,
+                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, ErrSlot* err,
+                               int sm, cudaStream_t st) {
+  const int halves = feat_row_bytes / 2;
+  stage_counted_rows_kernel<<<grid_for(cap * halves, 256, sm), 256, 0, st>>>(
+      static_cast<const uint16_t*>(src_feat), static_cast<uint16_t*>(dst_feat), halves,
+      reinterpret_cast<const int4*>(src_idx), reinterpret_cast<int4*>(dst_idx), src_count, dst_count, cap, err);
+  SCN_CUDA_LAUNCHED();
+}
+
 void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu, int sm,
                 cudaStream_t st) {
-  add_kernel<<<grid_for(cap * cp / 2, 256, sm), 256, 0, st>>>(static_cast<const __half*>(a),
-                                                              static_cast<const __half*>(b), static_cast<__half*>(y),
-                                                              cp, count, cap, relu);
+  add_kernel<<<grid_for(cap * cp / 2, 256, sm), 256, 0, st>>>(
+      static_cast<const __half*>(a), static_cast<const __half*>(b), static_cast<__half*>(y), cp, count, cap, relu);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -221,8 +250,7 @@ void launch_copy_columns(const void* x, int xp, int c, void* y, int yp, int c0, 
 
 void launch_zero_columns(void* y, int yp, int c0, const int* count, int64_t cap, int sm, cudaStream_t st) {
   if (c0 >= yp) return;
-  zero_columns_kernel<<<grid_for(cap * (yp - c0), 256, sm), 256, 0, st>>>(static_cast<__half*>(y), yp, c0, count,
-                                                                          cap);
+  zero_columns_kernel<<<grid_for(cap * (yp - c0), 256, sm), 256, 0, st>>>(static_cast<__half*>(y), yp, c0, count, cap);
   SCN_CUDA_LAUNCHED();
 }
 

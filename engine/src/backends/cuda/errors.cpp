@@ -23,6 +23,12 @@ void CudaEngine::reset_errors() {
 std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) const {
   const Graph& g = *graph_;
   const Node& n = g.nodes[size_t(node)];
+  if (kind == kErrOverflow && n.op == OpType::Input) {  // a device-side row count (set_input_device_count)
+    if (e.row < 0) return detail::concat("input '", n.name, "' (device count): the row count is negative");
+    return detail::concat("input '", n.name, "' (device count): ", e.v0, " voxels exceed the capacity of ", e.v1,
+                          " planned at build (BuildOptions.max_input_voxels x max_batch); only the first ", e.v1,
+                          " rows were read. Rebuild with a larger max_input_voxels");
+  }
   if (kind == kErrOverflow) {
     return detail::concat(g.source, ": ", g.describe(node), ": ", e.v0, " output sites exceed the capacity of ", e.v1,
                           " planned from output_bound=", n.conv.output_bound, " x max_batch=", options_.max_batch, " (",

@@ -4,12 +4,12 @@
 // count, so a captured CUDA graph stays valid for any voxel count up to the capacity.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #if defined(__CUDACC__)
 #define SCN_HD __host__ __device__
@@ -21,11 +21,11 @@ namespace scn::cuda {
 
 /// Error kinds recorded on the device, one slot per (node, kind).
 enum ErrKind : int {
-  kErrOverflow = 0,    ///< more output sites than the planned capacity (v0 = sites, v1 = capacity)
-  kErrBatch = 1,       ///< input row with a batch index outside 0..batch-1
-  kErrRange = 2,       ///< input row with a coordinate outside the grid
-  kErrDuplicate = 3,   ///< input row on the same site as another row
-  kErrNonFinite = 4,   ///< input feature that is NaN or infinite
+  kErrOverflow = 0,   ///< more output sites than the planned capacity (v0 = sites, v1 = capacity)
+  kErrBatch = 1,      ///< input row with a batch index outside 0..batch-1
+  kErrRange = 2,      ///< input row with a coordinate outside the grid
+  kErrDuplicate = 3,  ///< input row on the same site as another row
+  kErrNonFinite = 4,  ///< input feature that is NaN or infinite
   kNumErrKinds = 5,
 };
 
@@ -106,24 +106,24 @@ enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };
 
 /// One convolution for the implicit GEMM.
 struct ConvArgs {
-  const void* x = nullptr;        ///< half [n_in, cin_p]
+  const void* x = nullptr;          ///< half [n_in, cin_p]
   const int32_t* out_in = nullptr;  ///< [cap_out, K]
-  const void* w = nullptr;        ///< half [K][cout_w][cin_p]
-  const void* w_tma = nullptr;    ///< TMA configs: half slices [K][cin_p/BK][ny][BN][BK+8] (see igemm_tile_weights)
-  const float* bias = nullptr;    ///< [cout_w] (zeros when absent)
-  const void* residual = nullptr; ///< half [n_out, cout_p] or nullptr
-  void* y = nullptr;              ///< half [n_out, cout_p]
-  const int* n_out = nullptr;     ///< device count of output rows
+  const void* w = nullptr;          ///< half [K][cout_w][cin_p]
+  const void* w_tma = nullptr;      ///< TMA configs: half slices [K][cin_p/BK][ny][BN][BK+8] (see igemm_tile_weights)
+  const float* bias = nullptr;      ///< [cout_w] (zeros when absent)
+  const void* residual = nullptr;   ///< half [n_out, cout_p] or nullptr
+  void* y = nullptr;                ///< half [n_out, cout_p]
+  const int* n_out = nullptr;       ///< device count of output rows
   int64_t cap_out = 0;
   int K = 1;
   int cin_p = 16;
-  int cout = 16;                  ///< real output channels (columns >= cout are written as 0)
-  int cout_p = 16;                ///< row stride of y / residual
-  int cout_w = 16;                ///< padded weight rows (multiple of 128)
+  int cout = 16;    ///< real output channels (columns >= cout are written as 0)
+  int cout_p = 16;  ///< row stride of y / residual
+  int cout_w = 16;  ///< padded weight rows (multiple of 128)
   Act act = Act::None;
   float alpha = 0.f;
-  bool relu_after = false;        ///< ReLU after the residual add
-  bool pdl_late = false;          ///< let the next kernel launch at the last tile's epilogue, not its start
+  bool relu_after = false;  ///< ReLU after the residual add
+  bool pdl_late = false;    ///< let the next kernel launch at the last tile's epilogue, not its start
 
   /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
   /// memory. (Behind a pointer on purpose: a larger ConvArgs made ptxas give the fp16 kernels up to
@@ -135,31 +135,31 @@ struct ConvArgs {
 /// The quantization-aware epilogue of an INT8-engine conv (docs/int8.md); y and the residual may be
 /// int8 or fp16.
 struct QEpilogue {
-  const float* mult = nullptr;    ///< [cout_w] kI8: s_x * s_w[c]
-  int y_stride = 0;               ///< row stride of y in its elements (int8: 16, or round_up(cout, 32))
-  int res_stride = 0;             ///< row stride of the residual in its elements
-  bool y_q = false;               ///< y stored int8 on the grid 1 / y_inv
+  const float* mult = nullptr;  ///< [cout_w] kI8: s_x * s_w[c]
+  int y_stride = 0;             ///< row stride of y in its elements (int8: 16, or round_up(cout, 32))
+  int res_stride = 0;           ///< row stride of the residual in its elements
+  bool y_q = false;             ///< y stored int8 on the grid 1 / y_inv
   float y_inv = 0.f;
-  bool conv_q = false;            ///< with a residual: the conv's own value is stored int8 (grid conv_inv)
+  bool conv_q = false;  ///< with a residual: the conv's own value is stored int8 (grid conv_inv)
   float conv_inv = 0.f, conv_s = 0.f;
-  bool res_q = false;             ///< the residual is stored int8 with scale res_s
+  bool res_q = false;  ///< the residual is stored int8 with scale res_s
   float res_s = 0.f;
-  bool add_q = false;             ///< the residual Add runs in int8: operand grids a (conv) and b (residual)
+  bool add_q = false;  ///< the residual Add runs in int8: operand grids a (conv) and b (residual)
   float add_inv_a = 0.f, add_sa = 0.f, add_inv_b = 0.f, add_sb = 0.f;
-  void* y2 = nullptr;             ///< optional second output: the fp16 y quantized for an int8 reader
+  void* y2 = nullptr;  ///< optional second output: the fp16 y quantized for an int8 reader
   float y2_inv = 0.f;
   int y2_stride = 0;
 };
 
 struct IgemmConfig {
   int bm, bn, bk, warps_m, warps_n, stages;
-  bool tma;  ///< weights through TMA bulk copies (sm_90)
-  int group; ///< offsets per pipeline step (> 1 needs bk == cin_p)
-  int split; ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
-  int mode;  ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
-  const char* name;     ///< igemm_config_name(*this), set when the instance is registered
-  bool wgmma = false;   ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
-  int min_blocks = 1;   ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
+  bool tma;            ///< weights through TMA bulk copies (sm_90)
+  int group;           ///< offsets per pipeline step (> 1 needs bk == cin_p)
+  int split;           ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
+  int mode;            ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
+  const char* name;    ///< igemm_config_name(*this), set when the instance is registered
+  bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
+  int min_blocks = 1;  ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
 };
 
 /// The configuration's name, derived from its fields as CUTLASS derives procedural_name():
@@ -202,9 +202,15 @@ void igemm_init();
 
 // ---- elementwise.cu ---------------------------------------------------------------------------
 void launch_set_count(int* count, int value, cudaStream_t st);
+/// Stages an input whose row count is on the device: *dst_count = min(*src_count, cap) and the
+/// first rows of features (feat_row_bytes each, even) and indices [., 4] copied; a count above
+/// cap (or negative) is recorded in err (v0 = count, v1 = cap).
+void launch_stage_counted_rows(const void* src_feat, void* dst_feat, int feat_row_bytes, const int32_t* src_idx,
+                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, ErrSlot* err,
+                               int sm_count, cudaStream_t st);
 /// y = a + b (then ReLU when relu) over rows < *count, rows of cp halves.
-void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu,
-                int sm_count, cudaStream_t st);
+void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu, int sm_count,
+                cudaStream_t st);
 void launch_relu(const void* x, void* y, int cp, const int* count, int64_t cap, int sm_count, cudaStream_t st);
 /// y[:, c0 : c0 + c] = x[:, 0 : c] (x rows of xp halves, y rows of yp halves).
 void launch_copy_columns(const void* x, int xp, int c, void* y, int yp, int c0, const int* count, int64_t cap,
@@ -220,8 +226,8 @@ struct DensifyArgs {
   const void* x = nullptr;  ///< half [n, cp]
   int cp = 0;
   int channels = 0;
-  void* y = nullptr;        ///< half, dense
-  int out_axis[5];      ///< source axis of each output axis (0 b, 1 c, 2 i0, 3 i1, 4 i2)
+  void* y = nullptr;  ///< half, dense
+  int out_axis[5];    ///< source axis of each output axis (0 b, 1 c, 2 i0, 3 i1, 4 i2)
   int64_t out_size[5];
 };
 void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st);
