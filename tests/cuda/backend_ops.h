@@ -98,6 +98,19 @@ inline std::vector<OpCase> op_cases() {
     v.push_back(c);
   }
   {
+    OpCase c;  // the first map is strided: the second level's map reads the sites it generates
+    c.name = "strided_twice";
+    c.build = []() {
+      EngineBuilder b("strided_twice");
+      ValueId x = b.push_input("0", 16);
+      ValueId y = b.push_sparse_conv("down0", x, conv(16, 32, {3, 3, 3}, {2, 2, 2}, false, 24));
+      b.push_output(b.push_sparse_conv("down1", y, conv(32, 64, {3, 3, 3}, {2, 2, 2}, false, 25)));
+      return b;
+    };
+    c.inputs = {test::random_input(3000, 16, {16, 40, 40}, 1, 26)};
+    v.push_back(c);
+  }
+  {
     OpCase c;  // SparseBasicBlock: conv -> Relu, conv -> Add(identity) -> Relu, both fused
     c.name = "basic_block_add_relu";
     c.build = []() {

@@ -25,7 +25,8 @@ while IFS=$'\t' read -r model onnx feats idx grid batch _rest; do
   "$SCN" run "zoo/$onnx" --features "zoo/$feats" --indices "zoo/$idx" --grid "$grid" --batch "$batch" \
     --device cuda --precision fp16 --output-dir "out/$model" > /dev/null
   lines+=("model:$model $(digest "zoo/$onnx")")
-  for f in $(cd "out/$model" && ls | sort); do lines+=("zoo:$model/$f $(digest "out/$model/$f")"); done
+  # the output tensors only (`--output-dir` also writes outputs.txt, an index of them)
+  for f in $(cd "out/$model" && ls -- *.tensor | sort); do lines+=("zoo:$model/$f $(digest "out/$model/$f")"); done
 done < zoo/cases.tsv
 
 D="$DATA/nuscenes-centerpoint"

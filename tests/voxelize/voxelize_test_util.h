@@ -34,10 +34,13 @@ inline Tensor make_cloud(const VoxelizerConfig& c, int64_t P, uint64_t seed, boo
       for (int d = 0; d < 3; ++d)
         centre[size_t(d)] = c.range[size_t(d)] + uni() * (c.range[size_t(d) + 3] - c.range[size_t(d)]);
     const double r = uni();
+    // every other cluster is tight (half a voxel wide: a few voxels take its ~45 points, beyond any
+    // point limit), the others loose (3 voxels wide)
+    const double width = (i / 64) % 2 ? 0.5 : 3.0;
     for (int d = 0; d < 3; ++d) {
       const double lo = c.range[size_t(d)], hi = c.range[size_t(d) + 3], span = hi - lo;
-      double p = r < 0.7 ? centre[size_t(d)] + (uni() - 0.5) * 3 * c.voxel_size[size_t(d)]  // clustered
-                         : lo - 0.05 * span + uni() * 1.1 * span;                           // spread, some outside
+      double p = r < 0.7 ? centre[size_t(d)] + (uni() - 0.5) * width * c.voxel_size[size_t(d)]  // clustered
+                         : lo - 0.05 * span + uni() * 1.1 * span;                               // spread, some outside
       row[d] = float(p);
     }
     for (int k = 3; k < c.point_columns; ++k) row[k] = float(std::floor(uni() * 256.0)) + 0.25f * float(k);

@@ -207,10 +207,11 @@ int run_bench(const BenchArgs& a) {
                 describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
                 a.batch);
     // the first frame plans the arena and (CUDA) tunes the tiles or reads them from --tuning-cache
-    std::printf("first bind %.1f ms (planning%s)\n", bind_ms,
-                engine->backend() != Backend::Cuda ? ""
-                : opts.cuda.tuning_cache.empty()   ? ", autotuning"
-                                                   : ", tuning cache");
+    const char* tiles = engine->backend() != Backend::Cuda               ? ""
+                        : !opts.cuda.tile.empty() || !opts.cuda.autotune ? ", heuristic or forced tiles"
+                        : opts.cuda.tuning_cache.empty()                 ? ", autotuning"
+                                                                         : ", tuning cache: read, or tuned and written";
+    std::printf("first bind %.1f ms (planning%s)\n", bind_ms, tiles);
     const std::vector<double> ms = timed_forwards(*engine, warmup, runs, "bench");
     const Stats st = compute_stats(ms);
     std::printf(

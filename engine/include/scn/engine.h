@@ -117,7 +117,9 @@ class Engine {
   virtual void set_input_device_count(int index, const Tensor& features, const Tensor& indices,
                                       const int32_t* device_count, const Int3& grid, int batch_size = 1,
                                       const InputLabels& labels = {});
-  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t), no host synchronisation.
+  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t), no host synchronisation. When
+  /// the caller is capturing `stream` into their own CUDA graph (BuildOptions::cuda_graph = false),
+  /// the forward is recorded into it; synchronise that stream before output() / check_errors().
   virtual void forward(void* stream = nullptr) = 0;
   /// A graph output (dense output: the tensor; sparse output: its features [N, C]). Lives on the
   /// backend's device; valid until the next forward.

@@ -250,7 +250,9 @@ void CudaEngine::forward(void* stream) {
   } else {
     enqueue(s, nullptr);
   }
-  SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
+  // Inside the caller's capture the forward becomes part of their graph: an event recorded there
+  // could not be waited on from the host, so the caller synchronises their stream before reading.
+  if (cap == cudaStreamCaptureStatusNone) SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
   forwarded_ = true;
 }
 

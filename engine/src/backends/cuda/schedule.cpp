@@ -108,13 +108,23 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   // before them on `s` wrote their map.
   const bool pdl = opt().programmatic_launch != CudaProgrammaticLaunch::Off && cc_major_ >= 9;
   const int inline_map = map_order_.empty() ? -1 : map_order_[0];
+  // A strided first map generates its output sites on `s`: a map reading those sites (the next
+  // level's, or the inverse of that conv) is released only after it, or it would read them unbuilt.
+  const bool inline_generates = inline_map >= 0 && ana.maps[size_t(inline_map)].kind == MapKind::Strided;
+  auto needs_inline = [&](int m) {
+    const int gen = ana.maps[size_t(inline_map)].out_sites;
+    return inline_generates && (ana.maps[size_t(m)].in_sites == gen || ana.maps[size_t(m)].out_sites == gen);
+  };
+  bool inline_done = inline_map < 0;
   size_t next_build = 0;
   bool inputs_done = false;
   bool map_just_built = false;
   bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
   auto release_up_to = [&](int node) {
     while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
-      const int m = map_order_[next_build++];
+      const int m = map_order_[next_build];
+      if (m != inline_map && !inline_done && needs_inline(m)) break;  // map builds stay in order
+      ++next_build;
       if (m == inline_map) continue;
       side_used = true;
       SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
@@ -133,6 +143,8 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
       if (st.slot == inline_map) {
         run_step(st, s);
         map_just_built = true;
+        inline_done = true;
+        release_up_to(st.node);
       }
       continue;
     }
