@@ -6,8 +6,9 @@
 //   3. CUB run-length encode (one run per voxel, dropped points last under key = cells) and an
 //      exclusive sum of the run lengths (each voxel's first sorted entry);
 //   4. finalize (one thread): the voxel count, clamped to max_voxels, and the overflow flag;
-//   5. features: one thread per voxel sums its first max_points_per_voxel points in input order
-//      with round-to-nearest adds and one divide, as the CPU does.
+//   5. features: one thread per voxel walks its first max_points_per_voxel points in input order
+//      (each point's columns loaded together) with round-to-nearest adds and one divide, as the CPU
+//      does.
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -81,6 +82,10 @@ struct FeatureArgs {
   int64_t bound;  // host-known upper bound of the count (uniform loop trip count per warp)
 };
 
+/// Feature columns summed in registers per point (one pass over a voxel's points: each point's
+/// position is read once and its columns loaded together); wider feature sets take chunks of it.
+constexpr int kFeatureChunk = 8;
+
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     features_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat, int4* __restrict__ idx,
@@ -96,15 +101,23 @@ __global__ void __launch_bounds__(kThreads)
       int32_t row[4];
       key_to_index(g, a.keys[v], a.batch, row);
       idx[v] = make_int4(row[0], row[1], row[2], row[3]);
-      for (int f = 0; f < a.F; ++f) {
-        const int col = a.columns[f];
-        float value = load(pts + int64_t(a.pos[start]) * a.C + col);
-        if (a.mean) {
-          for (int32_t k = 1; k < kept; ++k)
-            value = __fadd_rn(value, load(pts + int64_t(a.pos[start + k]) * a.C + col));
-          value = __fdiv_rn(value, float(kept));
+      const int32_t used = a.mean ? kept : 1;
+      for (int f0 = 0; f0 < a.F; f0 += kFeatureChunk) {
+        // Per feature the points are added in input order with round-to-nearest adds, then one
+        // divide: the CPU oracle's arithmetic, so the results are bitwise equal.
+        float sum[kFeatureChunk];
+        for (int32_t k = 0; k < used; ++k) {
+          const T* p = pts + int64_t(a.pos[start + k]) * a.C;
+#pragma unroll
+          for (int j = 0; j < kFeatureChunk; ++j)
+            if (f0 + j < a.F) {
+              const float x = load(p + a.columns[f0 + j]);
+              sum[j] = k == 0 ? x : __fadd_rn(sum[j], x);
+            }
         }
-        store(feat + v * a.F + f, value);
+#pragma unroll
+        for (int j = 0; j < kFeatureChunk; ++j)
+          if (f0 + j < a.F) store(feat + v * a.F + f0 + j, a.mean ? __fdiv_rn(sum[j], float(kept)) : sum[j]);
       }
     }
     const unsigned warp_excess = __reduce_add_sync(0xffffffffu, excess);
