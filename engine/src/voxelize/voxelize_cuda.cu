@@ -1,21 +1,25 @@
 // The CUDA voxelizer: points on the device -> voxel features / indices on the device, the voxel
-// count left in device memory. Bitwise equal to the CPU oracle (voxelize_cpu.cpp):
-//   1. classify: one thread per point, cell key (voxel_rules.h, the CPU's code) and position;
-//   2. CUB radix sort of (key, position) over the key's bits: stable, so each voxel's points stay
-//      in input order, and voxels come out in ascending key order as on the CPU;
-//   3. CUB run-length encode (one run per voxel, dropped points last under key = cells) and an
-//      exclusive sum of the run lengths (each voxel's first sorted entry);
-//   4. finalize (one thread): the voxel count, clamped to max_voxels, and the overflow flag;
-//   5. features: one thread per voxel walks its first max_points_per_voxel points in input order
-//      (each point's columns loaded together) with round-to-nearest adds and one divide, as the CPU
-//      does.
+// count left in device memory. Bitwise equal to the CPU oracle (voxelize_cpu.cpp), without a sort:
+//   1. classify: one thread per point, cell key (voxel_rules.h, the CPU's code); kept points set
+//      their cell's bit in a bitmap of the grid's cells;
+//   2. rank: an exclusive sum (CUB) of the bitmap words' popcounts; a voxel's id is the rank of its
+//      cell's bit, so voxels come out in ascending key order as on the CPU;
+//   3. count: each kept point takes its voxel's id and its arrival order in that voxel (atomics:
+//      the order is arbitrary, and step 5 restores input order);
+//   4. an exclusive sum of the voxels' point counts (CUB); finalize (one thread): the voxel count,
+//      clamped to max_voxels, and the overflow flag; scatter: each point's position into its
+//      voxel's segment;
+//   5. features: one thread per voxel picks its segment's max_points_per_voxel smallest positions
+//      (the first points in input order), in ascending order, and sums their columns with
+//      round-to-nearest adds and one divide, as the CPU does.
+// A sort (CUB radix sort by key) did the same in 88 us for a 270k-point cloud on an H200, 65 of
+// them in the sort's four passes (docs/benchmarks.md); the bitmap costs grid cells / 8 bytes.
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <vector>
 
@@ -29,10 +33,13 @@ namespace scn::vox {
 namespace {
 
 constexpr int kThreads = 256;
+/// The most points a CUDA voxel keeps (max_points_per_voxel): the features kernel selects them in
+/// a per-thread array.
+constexpr int kMaxKept = 64;
 
 struct DeviceStats {
   unsigned long long out_of_range, non_finite, full;
-  int32_t voxels_found;  ///< valid runs before clamping to max_voxels
+  int32_t voxels_found;  ///< occupied cells before clamping to max_voxels
   int32_t overflow;      ///< 1 when voxels_found > max_voxels
 };
 
@@ -41,10 +48,20 @@ __device__ __forceinline__ float load(const __half* p) { return __half2float(*p)
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 
+struct Popcount {
+  __host__ __device__ int32_t operator()(unsigned long long w) const {
+#ifdef __CUDA_ARCH__
+    return __popcll(w);
+#else
+    return __builtin_popcountll(w);
+#endif
+  }
+};
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     classify_kernel(const T* __restrict__ pts, int64_t P, int C, Geometry g, uint32_t* __restrict__ keys,
-                    uint32_t* __restrict__ pos, DeviceStats* st) {
+                    unsigned long long* __restrict__ bits, DeviceStats* st) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   int cls = -1;
   if (i < P) {
@@ -52,7 +69,7 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t key;
     cls = classify_point(g, load(row), load(row + 1), load(row + 2), &key);
     keys[i] = key;
-    pos[i] = uint32_t(i);
+    if (cls == kKept) atomicOr(bits + (key >> 6), 1ull << (key & 63));
   }
   const int non_finite = __syncthreads_count(cls == kNonFinite);
   const int out = __syncthreads_count(cls == kOutOfRange);
@@ -62,20 +79,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void finalize_kernel(const int32_t* num_runs, const uint32_t* unique_keys, uint32_t dropped_key,
+/// Voxel id (the rank of the cell's bit) and arrival order of every kept point; counts per voxel.
+__global__ void __launch_bounds__(kThreads)
+    count_kernel(const uint32_t* __restrict__ keys, int64_t P, uint32_t dropped_key,
+                 const unsigned long long* __restrict__ bits, const int32_t* __restrict__ word_rank, int32_t max_voxels,
+                 int32_t* __restrict__ vid, int32_t* __restrict__ order, int32_t* __restrict__ counts) {
+  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= P) return;
+  const uint32_t key = keys[i];
+  int32_t v = -1;
+  if (key != dropped_key) {
+    const unsigned long long below = bits[key >> 6] & ((1ull << (key & 63)) - 1ull);
+    v = word_rank[key >> 6] + __popcll(below);
+    if (v < max_voxels)
+      order[i] = atomicAdd(counts + v, 1);
+    else
+      v = -1;  // beyond the capacity: an overflow (finalize), never written
+  }
+  vid[i] = v;
+}
+
+__global__ void finalize_kernel(const unsigned long long* bits, const int32_t* word_rank, int64_t words,
                                 int32_t max_voxels, DeviceStats* st, int32_t* count) {
-  int32_t n = *num_runs;
-  if (n > 0 && unique_keys[n - 1] == dropped_key) --n;  // the run of dropped points sorts last
+  const int32_t n = words ? word_rank[words - 1] + __popcll(bits[words - 1]) : 0;
   st->voxels_found = n;
   st->overflow = n > max_voxels ? 1 : 0;
   *count = n > max_voxels ? max_voxels : n;
 }
 
+__global__ void __launch_bounds__(kThreads)
+    scatter_kernel(int64_t P, const int32_t* __restrict__ vid, const int32_t* __restrict__ order,
+                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots) {
+  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= P) return;
+  const int32_t v = vid[i];
+  if (v >= 0) slots[offsets[v] + order[i]] = uint32_t(i);
+}
+
 struct FeatureArgs {
-  const uint32_t* keys;    // one per voxel (run)
+  const uint32_t* keys;    // per point
   const int32_t* counts;   // points per voxel
-  const int32_t* offsets;  // first sorted entry per voxel
-  const uint32_t* pos;     // sorted input positions
+  const int32_t* offsets;  // first slot per voxel
+  const uint32_t* slots;   // point positions grouped by voxel (any order inside a voxel)
   const int32_t* count;    // voxels to write
   const int* columns;      // feature columns
   int F, C, max_points, mean, batch;
@@ -83,7 +128,7 @@ struct FeatureArgs {
 };
 
 /// Feature columns summed in registers per point (one pass over a voxel's points: each point's
-/// position is read once and its columns loaded together); wider feature sets take chunks of it.
+/// columns are loaded together); wider feature sets take chunks of it.
 constexpr int kFeatureChunk = 8;
 
 template <typename T, typename O>
@@ -98,8 +143,22 @@ __global__ void __launch_bounds__(kThreads)
       const int32_t total = a.counts[v], start = a.offsets[v];
       const int32_t kept = total < a.max_points ? total : a.max_points;
       excess = unsigned(total - kept);
+      // The voxel's `kept` smallest positions, ascending: insertion into a sorted list that only
+      // points below its current largest entry enter once it is full.
+      uint32_t first[kMaxKept];
+      int32_t m = 0;
+      for (int32_t k = 0; k < total; ++k) {
+        const uint32_t p = a.slots[start + k];
+        if (m == kept && p >= first[m - 1]) continue;
+        int32_t j = m < kept ? m++ : m - 1;
+        while (j > 0 && first[j - 1] > p) {
+          first[j] = first[j - 1];
+          --j;
+        }
+        first[j] = p;
+      }
       int32_t row[4];
-      key_to_index(g, a.keys[v], a.batch, row);
+      key_to_index(g, a.keys[first[0]], a.batch, row);
       idx[v] = make_int4(row[0], row[1], row[2], row[3]);
       const int32_t used = a.mean ? kept : 1;
       for (int f0 = 0; f0 < a.F; f0 += kFeatureChunk) {
@@ -107,7 +166,7 @@ __global__ void __launch_bounds__(kThreads)
         // divide: the CPU oracle's arithmetic, so the results are bitwise equal.
         float sum[kFeatureChunk];
         for (int32_t k = 0; k < used; ++k) {
-          const T* p = pts + int64_t(a.pos[start + k]) * a.C;
+          const T* p = pts + int64_t(first[k]) * a.C;
 #pragma unroll
           for (int j = 0; j < kFeatureChunk; ++j)
             if (f0 + j < a.F) {
@@ -157,12 +216,20 @@ class CudaVoxelizer final : public Voxelizer {
  public:
   CudaVoxelizer(const VoxelizerConfig& c, int64_t max_points, int device)
       : Voxelizer(c, max_points), device_(device), g_(make_geometry(c)) {
+    SCN_CHECK(c.max_points_per_voxel <= kMaxKept, "voxelizer '", c.name,
+              "': max_points_per_voxel = ", c.max_points_per_voxel, " exceeds the CUDA voxelizer's limit of ", kMaxKept,
+              " (the CPU voxelizer has none)");
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     SCN_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     const size_t P = size_t(max_points);
     F_ = int(c.feature_columns.size());
-    for (DeviceBuffer* b : {&keys_in_, &keys_out_, &pos_in_, &pos_out_, &unique_, &counts_, &offsets_})
-      *b = DeviceBuffer(P * 4);
+    words_ = (int64_t(g_.cells) + 63) / 64;
+    bits_ = DeviceBuffer(size_t(words_) * 8);
+    word_rank_ = DeviceBuffer(size_t(words_) * 4);
+    for (DeviceBuffer* b : {&keys_, &vid_, &order_, &slots_}) *b = DeviceBuffer(P * 4);
+    const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
+    counts_ = DeviceBuffer((V + 1) * 4);
+    offsets_ = DeviceBuffer((V + 1) * 4);
     staging_ = DeviceBuffer(P * size_t(c.point_columns) * 4);
     small_ = DeviceBuffer(256);
     columns_ = DeviceBuffer(size_t(F_) * sizeof(int));
@@ -189,39 +256,42 @@ class CudaVoxelizer final : public Voxelizer {
       pts = staging_.get();
     }
     SCN_CUDA_CHECK(cudaMemsetAsync(small_.get(), 0, small_.bytes(), s));
+    SCN_CUDA_CHECK(cudaMemsetAsync(bits_.get(), 0, bits_.bytes(), s));
+    const int64_t V = std::min<int64_t>(P, config_.max_voxels);  // voxels that can be written
+    const int blocks = int(std::max<int64_t>(1, (P + kThreads - 1) / kThreads));
     if (P > 0) {
-      const int blocks = int((P + kThreads - 1) / kThreads);
+      SCN_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, size_t(V + 1) * 4, s));
       if (points.dtype() == DType::Float32)
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), P, config_.point_columns, g_,
-                                                    keys_in_.get<uint32_t>(), pos_in_.get<uint32_t>(), stats_ptr());
+                                                    keys_.get<uint32_t>(), bits(), stats_ptr());
       else
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), P, config_.point_columns, g_,
-                                                    keys_in_.get<uint32_t>(), pos_in_.get<uint32_t>(), stats_ptr());
+                                                    keys_.get<uint32_t>(), bits(), stats_ptr());
       SCN_CUDA_LAUNCHED();
-      size_t temp = temp_bytes(P);
-      SCN_CHECK(temp <= temp_.bytes(), "voxelizer '", config_.name, "': CUB needs ", temp, " bytes of workspace for ",
-                P, " points, ", temp_.bytes(), " were sized for max_points = ", max_points_);
-      const int n = int(P);
-      SCN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp_.get(), temp, keys_in_.get<uint32_t>(),
-                                                     keys_out_.get<uint32_t>(), pos_in_.get<uint32_t>(),
-                                                     pos_out_.get<uint32_t>(), n, 0, g_.key_bits, s));
-      temp = temp_.bytes();
-      SCN_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp_.get(), temp, keys_out_.get<uint32_t>(),
-                                                        unique_.get<uint32_t>(), counts_.get<int32_t>(), num_runs(), n,
-                                                        s));
-      temp = temp_.bytes();
-      SCN_CUDA_CHECK(
-          cub::DeviceScan::ExclusiveSum(temp_.get(), temp, counts_.get<int32_t>(), offsets_.get<int32_t>(), n, s));
     }
-    finalize_kernel<<<1, 1, 0, s>>>(num_runs(), unique_.get<uint32_t>(), g_.cells, int32_t(config_.max_voxels),
-                                    stats_ptr(), count_ptr());
+    size_t temp = temp_.bytes();
+    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, thrust::make_transform_iterator(bits(), Popcount{}),
+                                                 word_rank_.get<int32_t>(), int(words_), s));
+    if (P > 0) {
+      count_kernel<<<blocks, kThreads, 0, s>>>(keys_.get<uint32_t>(), P, g_.cells, bits(), word_rank_.get<int32_t>(),
+                                               int32_t(config_.max_voxels), vid_.get<int32_t>(), order_.get<int32_t>(),
+                                               counts_.get<int32_t>());
+      SCN_CUDA_LAUNCHED();
+      temp = temp_.bytes();
+      SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, counts_.get<int32_t>(), offsets_.get<int32_t>(),
+                                                   int(V + 1), s));
+      scatter_kernel<<<blocks, kThreads, 0, s>>>(P, vid_.get<int32_t>(), order_.get<int32_t>(), offsets_.get<int32_t>(),
+                                                 slots_.get<uint32_t>());
+      SCN_CUDA_LAUNCHED();
+    }
+    finalize_kernel<<<1, 1, 0, s>>>(bits(), word_rank_.get<int32_t>(), words_, int32_t(config_.max_voxels), stats_ptr(),
+                                    count_ptr());
     SCN_CUDA_LAUNCHED();
-    const int64_t bound = std::min<int64_t>(P, config_.max_voxels);
-    if (bound > 0) {
-      FeatureArgs a{unique_.get<uint32_t>(),
+    if (V > 0) {
+      FeatureArgs a{keys_.get<uint32_t>(),
                     counts_.get<int32_t>(),
                     offsets_.get<int32_t>(),
-                    pos_out_.get<uint32_t>(),
+                    slots_.get<uint32_t>(),
                     count_ptr(),
                     columns_.get<int>(),
                     F_,
@@ -229,9 +299,9 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.max_points_per_voxel,
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index,
-                    bound};
-      const int blocks = int(std::min<int64_t>((bound + kThreads - 1) / kThreads, int64_t(sm_count_) * 16));
-      launch_features(pts, points.dtype(), a, blocks, s);
+                    V};
+      const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 16));
+      launch_features(pts, points.dtype(), a, fblocks, s);
     }
     stream_ = s;
     points_ = P;
@@ -302,21 +372,17 @@ class CudaVoxelizer final : public Voxelizer {
 
  private:
   DeviceStats* stats_ptr() const { return small_.get<DeviceStats>(); }
-  int32_t* num_runs() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 64); }
+  unsigned long long* bits() const { return bits_.get<unsigned long long>(); }
   int32_t* count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 128); }
 
   size_t temp_bytes(int64_t P) const {
-    size_t sort = 0, rle = 0, scan = 0;
-    const int n = int(P);
-    SCN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-        nullptr, sort, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), n, 0, g_.key_bits));
-    SCN_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, rle, static_cast<uint32_t*>(nullptr),
-                                                      static_cast<uint32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-                                                      static_cast<int32_t*>(nullptr), n));
+    size_t rank = 0, scan = 0;
+    const int64_t V = std::min<int64_t>(P, config_.max_voxels);
+    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rank, thrust::make_transform_iterator(bits(), Popcount{}),
+                                                 static_cast<int32_t*>(nullptr), int(words_)));
     SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int32_t*>(nullptr),
-                                                 static_cast<int32_t*>(nullptr), n));
-    return std::max({sort, rle, scan, size_t(16)});
+                                                 static_cast<int32_t*>(nullptr), int(V + 1)));
+    return std::max({rank, scan, size_t(16)});
   }
 
   void launch_features(const void* pts, DType in, const FeatureArgs& a, int blocks, cudaStream_t s) {
@@ -354,7 +420,8 @@ class CudaVoxelizer final : public Voxelizer {
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
-  DeviceBuffer keys_in_, keys_out_, pos_in_, pos_out_, unique_, counts_, offsets_;
+  int64_t words_ = 0;  ///< bitmap words: grid cells / 64
+  DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_;
   DeviceBuffer staging_, small_, columns_, features_, indices_, temp_;
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;
