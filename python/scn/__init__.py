@@ -8,8 +8,17 @@ Modules: ``scn.torch`` (SparseBackbone: swap a spconv backbone for the engine), 
 tracing exporter and the float64 PyTorch reference), ``scn.bench`` (``python -m scn.bench``).
 """
 
-from scn._scn import Error, cuda_available
-from scn._engine import Engine, Outputs
+import importlib.util as _importlib_util
+
+# PyTorch, when installed, is loaded before the extension: with the pip wheels of PyTorch 2.11 on the
+# GPU machine, loading libscn (and the system's libprotobuf it links) first made the process abort
+# ("free(): invalid pointer") once torch was imported after it; torch first works
+# (docs/benchmarks.md, session 8). Every tensor-facing path uses torch anyway.
+if _importlib_util.find_spec("torch") is not None:
+    import torch as _torch  # noqa: F401
+
+from scn._scn import Error, cuda_available  # noqa: E402
+from scn._engine import Engine, Outputs  # noqa: E402
 
 __all__ = ["Engine", "Error", "Outputs", "cuda_available"]
 __version__ = "0.1.0"

@@ -9,9 +9,9 @@
 //   4. an exclusive sum of the voxels' point counts (CUB); finalize (one thread): the voxel count,
 //      clamped to max_voxels, and the overflow flag; scatter: each point's position into its
 //      voxel's segment;
-//   5. features: one thread per voxel picks its segment's max_points_per_voxel smallest positions
-//      (the first points in input order), in ascending order, and sums their columns with
-//      round-to-nearest adds and one divide, as the CPU does.
+//   5. features: one warp per voxel picks its segment's max_points_per_voxel smallest positions
+//      (the first points in input order), in ascending order, and its lanes sum one column each
+//      with round-to-nearest adds and one divide, as the CPU does.
 // A sort (CUB radix sort by key) did the same in 88 us for a 270k-point cloud on an H200, 65 of
 // them in the sort's four passes (docs/benchmarks.md); the bitmap costs grid cells / 8 bytes.
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
@@ -33,8 +33,8 @@ namespace scn::vox {
 namespace {
 
 constexpr int kThreads = 256;
-/// The most points a CUDA voxel keeps (max_points_per_voxel): the features kernel selects them in
-/// a per-thread array.
+/// The most points a CUDA voxel keeps (max_points_per_voxel): the features kernel lists them in
+/// shared memory.
 constexpr int kMaxKept = 64;
 
 struct DeviceStats {
@@ -124,64 +124,54 @@ struct FeatureArgs {
   const int32_t* count;    // voxels to write
   const int* columns;      // feature columns
   int F, C, max_points, mean, batch;
-  int64_t bound;  // host-known upper bound of the count (uniform loop trip count per warp)
 };
 
-/// Feature columns summed in registers per point (one pass over a voxel's points: each point's
-/// columns are loaded together); wider feature sets take chunks of it.
-constexpr int kFeatureChunk = 8;
+constexpr int kWarpsPerBlock = kThreads / 32;
 
+/// One warp per voxel. Its kept points are the `kept` smallest positions of its segment (the first
+/// points in input order), found in ascending order one per round: each lane takes the smallest
+/// position above the last one among its share of the segment, then the warp's minimum. Lanes then
+/// sum one feature column each over those points in that order with round-to-nearest adds and one
+/// divide: the CPU oracle's arithmetic, so the results are bitwise equal.
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     features_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat, int4* __restrict__ idx,
                     DeviceStats* st) {
+  __shared__ uint32_t chosen[kWarpsPerBlock][kMaxKept];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int32_t n = *a.count;
-  for (int64_t base = int64_t(blockIdx.x) * kThreads; base < a.bound; base += int64_t(gridDim.x) * kThreads) {
-    const int64_t v = base + threadIdx.x;
-    unsigned excess = 0;
-    if (v < n) {
-      const int32_t total = a.counts[v], start = a.offsets[v];
-      const int32_t kept = total < a.max_points ? total : a.max_points;
-      excess = unsigned(total - kept);
-      // The voxel's `kept` smallest positions, ascending: insertion into a sorted list that only
-      // points below its current largest entry enter once it is full.
-      uint32_t first[kMaxKept];
-      int32_t m = 0;
-      for (int32_t k = 0; k < total; ++k) {
+  unsigned long long excess = 0;
+  for (int64_t v = int64_t(blockIdx.x) * kWarpsPerBlock + w; v < n; v += int64_t(gridDim.x) * kWarpsPerBlock) {
+    const int32_t total = a.counts[v], start = a.offsets[v];
+    const int32_t kept = total < a.max_points ? total : a.max_points;
+    excess += unsigned(total - kept);
+    int64_t last = -1;
+    for (int32_t r = 0; r < kept; ++r) {
+      uint32_t best = 0xffffffffu;
+      for (int32_t k = lane; k < total; k += 32) {
         const uint32_t p = a.slots[start + k];
-        if (m == kept && p >= first[m - 1]) continue;
-        int32_t j = m < kept ? m++ : m - 1;
-        while (j > 0 && first[j - 1] > p) {
-          first[j] = first[j - 1];
-          --j;
-        }
-        first[j] = p;
+        if (int64_t(p) > last && p < best) best = p;
       }
-      int32_t row[4];
-      key_to_index(g, a.keys[first[0]], a.batch, row);
-      idx[v] = make_int4(row[0], row[1], row[2], row[3]);
-      const int32_t used = a.mean ? kept : 1;
-      for (int f0 = 0; f0 < a.F; f0 += kFeatureChunk) {
-        // Per feature the points are added in input order with round-to-nearest adds, then one
-        // divide: the CPU oracle's arithmetic, so the results are bitwise equal.
-        float sum[kFeatureChunk];
-        for (int32_t k = 0; k < used; ++k) {
-          const T* p = pts + int64_t(first[k]) * a.C;
-#pragma unroll
-          for (int j = 0; j < kFeatureChunk; ++j)
-            if (f0 + j < a.F) {
-              const float x = load(p + a.columns[f0 + j]);
-              sum[j] = k == 0 ? x : __fadd_rn(sum[j], x);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < kFeatureChunk; ++j)
-          if (f0 + j < a.F) store(feat + v * a.F + f0 + j, a.mean ? __fdiv_rn(sum[j], float(kept)) : sum[j]);
-      }
+      best = __reduce_min_sync(0xffffffffu, best);
+      if (lane == 0) chosen[w][r] = best;
+      last = best;
     }
-    const unsigned warp_excess = __reduce_add_sync(0xffffffffu, excess);
-    if ((threadIdx.x & 31) == 0 && warp_excess) atomicAdd(&st->full, (unsigned long long)warp_excess);
+    __syncwarp();
+    if (lane == 0) {
+      int32_t row[4];
+      key_to_index(g, a.keys[chosen[w][0]], a.batch, row);
+      idx[v] = make_int4(row[0], row[1], row[2], row[3]);
+    }
+    const int32_t used = a.mean ? kept : 1;
+    for (int f = lane; f < a.F; f += 32) {
+      const int col = a.columns[f];
+      float sum = load(pts + int64_t(chosen[w][0]) * a.C + col);
+      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, load(pts + int64_t(chosen[w][k]) * a.C + col));
+      store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+    }
+    __syncwarp();  // `chosen` is reused by the warp's next voxel
   }
+  if (lane == 0 && excess) atomicAdd(&st->full, excess);
 }
 
 class DeviceBuffer {
@@ -298,9 +288,8 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.point_columns,
                     config_.max_points_per_voxel,
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
-                    config_.batch_index,
-                    V};
-      const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 16));
+                    config_.batch_index};
+      const int fblocks = int(std::min<int64_t>((V + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t(sm_count_) * 16));
       launch_features(pts, points.dtype(), a, fblocks, s);
     }
     stream_ = s;
