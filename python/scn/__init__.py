@@ -8,17 +8,21 @@ Modules: ``scn.torch`` (SparseBackbone: swap a spconv backbone for the engine), 
 tracing exporter and the float64 PyTorch reference), ``scn.bench`` (``python -m scn.bench``).
 """
 
-import importlib.util as _importlib_util
+import os as _os
+import sys as _sys
 
-# PyTorch, when installed, is loaded before the extension: with the pip wheels of PyTorch 2.11 on the
-# GPU machine, loading libscn (and the system's libprotobuf it links) first made the process abort
-# ("free(): invalid pointer") once torch was imported after it; torch first works
-# (docs/benchmarks.md, session 8). Every tensor-facing path uses torch anyway.
-if _importlib_util.find_spec("torch") is not None:
-    import torch as _torch  # noqa: F401
-
-from scn._scn import Error, cuda_available  # noqa: E402
-from scn._engine import Engine, Outputs  # noqa: E402
+# libscn parses ONNX with the system's libprotobuf. PyTorch's pip wheels export protobuf symbols of
+# their own (another version) into the global scope, and libscn's references resolved to them:
+# Engine() crashed in the parser, or the process aborted at exit, depending on the import order.
+# RTLD_DEEPBIND makes the extension, libscn and their libprotobuf resolve within themselves first.
+_flags = _sys.getdlopenflags()
+if hasattr(_os, "RTLD_DEEPBIND"):
+    _sys.setdlopenflags(_flags | _os.RTLD_DEEPBIND)
+try:
+    from scn._scn import Error, cuda_available
+finally:
+    _sys.setdlopenflags(_flags)
+from scn._engine import Engine, Outputs
 
 __all__ = ["Engine", "Error", "Outputs", "cuda_available"]
 __version__ = "0.1.0"

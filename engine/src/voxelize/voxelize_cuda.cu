@@ -127,17 +127,22 @@ struct FeatureArgs {
 };
 
 constexpr int kWarpsPerBlock = kThreads / 32;
+/// Point values a warp loads at once for its voxel's features (kept points x feature columns); wider
+/// voxels load column by column.
+constexpr int kStagedValues = 256;
 
 /// One warp per voxel. Its kept points are the `kept` smallest positions of its segment (the first
 /// points in input order), found in ascending order one per round: each lane takes the smallest
-/// position above the last one among its share of the segment, then the warp's minimum. Lanes then
-/// sum one feature column each over those points in that order with round-to-nearest adds and one
-/// divide: the CPU oracle's arithmetic, so the results are bitwise equal.
+/// position above the last one among its share of the segment, then the warp's minimum. The warp
+/// loads those points' feature values together, and lanes sum one column each over the points in
+/// that order with round-to-nearest adds and one divide: the CPU oracle's arithmetic, so the
+/// results are bitwise equal.
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     features_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat, int4* __restrict__ idx,
                     DeviceStats* st) {
   __shared__ uint32_t chosen[kWarpsPerBlock][kMaxKept];
+  __shared__ float staged[kWarpsPerBlock][kStagedValues];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int32_t n = *a.count;
   unsigned long long excess = 0;
@@ -146,11 +151,17 @@ __global__ void __launch_bounds__(kThreads)
     const int32_t kept = total < a.max_points ? total : a.max_points;
     excess += unsigned(total - kept);
     int64_t last = -1;
+    // most voxels hold at most 32 points: one per lane, read once
+    const uint32_t mine = total <= 32 && lane < total ? a.slots[start + lane] : 0xffffffffu;
     for (int32_t r = 0; r < kept; ++r) {
       uint32_t best = 0xffffffffu;
-      for (int32_t k = lane; k < total; k += 32) {
-        const uint32_t p = a.slots[start + k];
-        if (int64_t(p) > last && p < best) best = p;
+      if (total <= 32) {
+        if (int64_t(mine) > last) best = mine;
+      } else {
+        for (int32_t k = lane; k < total; k += 32) {
+          const uint32_t p = a.slots[start + k];
+          if (int64_t(p) > last && p < best) best = p;
+        }
       }
       best = __reduce_min_sync(0xffffffffu, best);
       if (lane == 0) chosen[w][r] = best;
@@ -163,11 +174,23 @@ __global__ void __launch_bounds__(kThreads)
       idx[v] = make_int4(row[0], row[1], row[2], row[3]);
     }
     const int32_t used = a.mean ? kept : 1;
-    for (int f = lane; f < a.F; f += 32) {
-      const int col = a.columns[f];
-      float sum = load(pts + int64_t(chosen[w][0]) * a.C + col);
-      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, load(pts + int64_t(chosen[w][k]) * a.C + col));
-      store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+    if (used * a.F <= kStagedValues) {
+      // every (point, column) value loaded at once, then summed per column in point order
+      for (int32_t e = lane; e < used * a.F; e += 32)
+        staged[w][e] = load(pts + int64_t(chosen[w][e / a.F]) * a.C + a.columns[e % a.F]);
+      __syncwarp();
+      if (lane < a.F) {
+        float sum = staged[w][lane];
+        for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, staged[w][k * a.F + lane]);
+        store(feat + v * a.F + lane, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+      }
+    } else {
+      for (int f = lane; f < a.F; f += 32) {
+        const int col = a.columns[f];
+        float sum = load(pts + int64_t(chosen[w][0]) * a.C + col);
+        for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, load(pts + int64_t(chosen[w][k]) * a.C + col));
+        store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+      }
     }
     __syncwarp();  // `chosen` is reused by the warp's next voxel
   }
