@@ -19,6 +19,8 @@ foreach(_component tools/cli tools/synth onnx_parser)
         set(_ok TRUE)
       elseif(_component STREQUAL "onnx_parser" AND _inc STREQUAL "onnx.pb.h")
         set(_ok TRUE)
+      elseif(_component STREQUAL "tools/cli" AND _inc STREQUAL "scn_version.h")
+        set(_ok TRUE)  # the CLI's own, generated from tools/cli/version.h.in by configure_file
       else()
         foreach(_root IN LISTS _roots)
           if(EXISTS "${SOURCE_DIR}/${_root}/${_inc}" AND NOT _inc MATCHES "\\.\\.")
