@@ -64,21 +64,12 @@ __global__ void __launch_bounds__(kThreads)
                     unsigned long long* __restrict__ bits, DeviceStats* st) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   int cls = -1;
-  uint32_t key = 0;
   if (i < P) {
     const T* row = pts + i * C;
+    uint32_t key;
     cls = classify_point(g, load(row), load(row + 1), load(row + 2), &key);
     keys[i] = key;
-  }
-  // Points in scan order often share a bitmap word: the lanes of one word combine their bits and
-  // one of them sets them (same-address atomics of a warp would be serialised).
-  const unsigned long long word = cls == kKept ? key >> 6 : ~0ull;
-  const unsigned group = __match_any_sync(0xffffffffu, word);
-  if (cls == kKept) {
-    const unsigned long long mine = 1ull << (key & 63);
-    unsigned long long all = 0;
-    for (unsigned m = group; m; m &= m - 1) all |= __shfl_sync(group, mine, __ffs(m) - 1);
-    if ((threadIdx.x & 31) == unsigned(__ffs(group) - 1)) atomicOr(bits + word, all);
+    if (cls == kKept) atomicOr(bits + (key >> 6), 1ull << (key & 63));
   }
   const int non_finite = __syncthreads_count(cls == kNonFinite);
   const int out = __syncthreads_count(cls == kOutOfRange);
@@ -94,24 +85,18 @@ __global__ void __launch_bounds__(kThreads)
                  const unsigned long long* __restrict__ bits, const int32_t* __restrict__ word_rank, int32_t max_voxels,
                  int32_t* __restrict__ vid, int32_t* __restrict__ order, int32_t* __restrict__ counts) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  const uint32_t key = i < P ? keys[i] : dropped_key;
+  if (i >= P) return;
+  const uint32_t key = keys[i];
   int32_t v = -1;
   if (key != dropped_key) {
     const unsigned long long below = bits[key >> 6] & ((1ull << (key & 63)) - 1ull);
     v = word_rank[key >> 6] + __popcll(below);
-    if (v >= max_voxels) v = -1;  // beyond the capacity: an overflow (finalize), never written
+    if (v < max_voxels)
+      order[i] = atomicAdd(counts + v, 1);
+    else
+      v = -1;  // beyond the capacity: an overflow (finalize), never written
   }
-  // The lanes of one voxel take their places with one atomic (the order inside a voxel is arbitrary
-  // here; the features kernel restores input order).
-  const unsigned group = __match_any_sync(0xffffffffu, v);
-  if (v >= 0) {
-    const int lane = threadIdx.x & 31, leader = __ffs(group) - 1;
-    int32_t base = 0;
-    if (lane == leader) base = atomicAdd(counts + v, __popc(group));
-    base = __shfl_sync(group, base, leader);
-    order[i] = base + __popc(group & ((1u << lane) - 1u));
-  }
-  if (i < P) vid[i] = v;
+  vid[i] = v;
 }
 
 __global__ void finalize_kernel(const unsigned long long* bits, const int32_t* word_rank, int64_t words,
@@ -147,9 +132,8 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr int kStagedValues = 256;
 
 /// One warp per voxel. Its kept points are the `kept` smallest positions of its segment (the first
-/// points in input order), listed in ascending order: up to 32 points, each lane's position is
-/// ranked among the others in one pass; larger voxels find them one per round (each lane takes the
-/// smallest position above the last one among its share of the segment, then the warp's minimum). The warp
+/// points in input order), found in ascending order one per round: each lane takes the smallest
+/// position above the last one among its share of the segment, then the warp's minimum. The warp
 /// loads those points' feature values together, and lanes sum one column each over the points in
 /// that order with round-to-nearest adds and one divide: the CPU oracle's arithmetic, so the
 /// results are bitwise equal.
@@ -167,18 +151,17 @@ __global__ void __launch_bounds__(kThreads)
     const int32_t kept = total < a.max_points ? total : a.max_points;
     excess += unsigned(total - kept);
     int64_t last = -1;
-    // most voxels hold at most 32 points: one per lane, ranked among the others in one pass
+    // most voxels hold at most 32 points: one per lane, read once
     const uint32_t mine = total <= 32 && lane < total ? a.slots[start + lane] : 0xffffffffu;
-    if (total <= 32) {
-      int32_t rank = 0;  // positions are distinct
-      for (int j = 0; j < 32; ++j) rank += __shfl_sync(0xffffffffu, mine, j) < mine ? 1 : 0;
-      if (lane < total && rank < kept) chosen[w][rank] = mine;
-    }
-    for (int32_t r = 0; total > 32 && r < kept; ++r) {
+    for (int32_t r = 0; r < kept; ++r) {
       uint32_t best = 0xffffffffu;
-      for (int32_t k = lane; k < total; k += 32) {
-        const uint32_t p = a.slots[start + k];
-        if (int64_t(p) > last && p < best) best = p;
+      if (total <= 32) {
+        if (int64_t(mine) > last) best = mine;
+      } else {
+        for (int32_t k = lane; k < total; k += 32) {
+          const uint32_t p = a.slots[start + k];
+          if (int64_t(p) > last && p < best) best = p;
+        }
       }
       best = __reduce_min_sync(0xffffffffu, best);
       if (lane == 0) chosen[w][r] = best;
