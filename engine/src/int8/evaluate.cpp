@@ -11,10 +11,10 @@ namespace scn {
 
 EngineBuilder with_int8_attributes(const EngineBuilder& model, const std::map<std::string, QuantAttrs>& quant) {
   const Graph& g = model.graph();
-  for (const auto& [name, q] : quant) {
+  for (const auto& entry : quant) {
+    const std::string& name = entry.first;  // (a structured binding cannot be captured in C++17)
     const auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.name == name; });
     SCN_CHECK(it != g.nodes.end(), g.source, ": INT8 attributes for node '", name, "', which the graph does not have");
-    (void)q;
   }
   EngineBuilder b(g.source);
   std::vector<ValueId> id(g.values.size(), -1);
