@@ -194,13 +194,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();  // `chosen` is reused by the warp's next voxel
   }
-  // One global atomic per block: thousands of warps adding to one address serialise at the L2.
-  __shared__ unsigned long long block_excess;
-  if (threadIdx.x == 0) block_excess = 0;
-  __syncthreads();
-  if (lane == 0 && excess) atomicAdd(&block_excess, excess);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_excess) atomicAdd(&st->full, block_excess);
+  if (lane == 0 && excess) atomicAdd(&st->full, excess);
 }
 
 class DeviceBuffer {
@@ -318,7 +312,7 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.max_points_per_voxel,
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index};
-      const int fblocks = int(std::min<int64_t>((V + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t(sm_count_) * 8));
+      const int fblocks = int(std::min<int64_t>((V + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t(sm_count_) * 16));
       launch_features(pts, points.dtype(), a, fblocks, s);
     }
     stream_ = s;
