@@ -9,9 +9,11 @@
 //   4. an exclusive sum of the voxels' point counts (CUB); finalize (one thread): the voxel count,
 //      clamped to max_voxels, and the overflow flag; scatter: each point's position into its
 //      voxel's segment;
-//   5. features: one warp per voxel picks its segment's max_points_per_voxel smallest positions
-//      (the first points in input order), in ascending order, and its lanes sum one column each
-//      with round-to-nearest adds and one divide, as the CPU does.
+//   5. features: a thread per voxel of at most 16 points sorts their positions in registers; a
+//      warp per larger voxel (listed, then a second kernel) picks its segment's
+//      max_points_per_voxel smallest positions; either
+//      way the first points in input order, summed per column in that order with round-to-nearest
+//      adds and one divide, as the CPU does.
 // A sort (CUB radix sort by key) did the same in 88 us for a 270k-point cloud on an H200, 65 of
 // them in the sort's four passes (docs/benchmarks.md); the bitmap costs grid cells / 8 bytes.
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
@@ -130,71 +132,157 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 /// Point values a warp loads at once for its voxel's features (kept points x feature columns); wider
 /// voxels load column by column.
 constexpr int kStagedValues = 256;
+/// Voxels of at most this many points (most of them) are done by one thread, their positions
+/// sorted in registers; larger ones by the whole warp.
+constexpr int kSmallVoxel = 16;
+/// Feature columns a thread sums at once (more columns: the warp path).
+constexpr int kThreadColumns = 8;
 
-/// One warp per voxel. Its kept points are the `kept` smallest positions of its segment (the first
-/// points in input order), found in ascending order one per round: each lane takes the smallest
-/// position above the last one among its share of the segment, then the warp's minimum. The warp
-/// loads those points' feature values together, and lanes sum one column each over the points in
-/// that order with round-to-nearest adds and one divide: the CPU oracle's arithmetic, so the
-/// results are bitwise equal.
+/// The voxel's row (b, i0, i1, i2) and its feature sums over the points at positions first[0..used),
+/// ascending: per column round-to-nearest adds in that order, then one divide (the CPU's arithmetic).
+template <typename T, typename O>
+__device__ __forceinline__ void write_voxel_thread(const T* __restrict__ pts, const Geometry& g, const FeatureArgs& a,
+                                                   O* __restrict__ feat, int4* __restrict__ idx, int64_t v,
+                                                   const uint32_t (&first)[kSmallVoxel], int32_t kept) {
+  int32_t row[4];
+  key_to_index(g, a.keys[first[0]], a.batch, row);
+  idx[v] = make_int4(row[0], row[1], row[2], row[3]);
+  const int32_t used = a.mean ? kept : 1;
+  int cols[kThreadColumns];
+#pragma unroll
+  for (int j = 0; j < kThreadColumns; ++j) cols[j] = j < a.F ? a.columns[j] : 0;
+  float sum[kThreadColumns];
+#pragma unroll
+  for (int k = 0; k < kSmallVoxel; ++k)
+    if (k < used) {
+      const T* p = pts + int64_t(first[k]) * a.C;
+#pragma unroll
+      for (int j = 0; j < kThreadColumns; ++j)
+        if (j < a.F) {
+          const float x = load(p + cols[j]);
+          sum[j] = k == 0 ? x : __fadd_rn(sum[j], x);
+        }
+    }
+#pragma unroll
+  for (int j = 0; j < kThreadColumns; ++j)
+    if (j < a.F) store(feat + v * a.F + j, a.mean ? __fdiv_rn(sum[j], float(kept)) : sum[j]);
+}
+
+/// A voxel of any size done by the whole warp: its kept points are the `kept` smallest positions of
+/// its segment, found in ascending order one per round (each lane takes the smallest position above
+/// the last one among its share of the segment, then the warp's minimum); the warp loads their
+/// values together and lanes sum one column each. Returns the points beyond the limit.
+template <typename T, typename O>
+__device__ void write_voxel_warp(const T* __restrict__ pts, const Geometry& g, const FeatureArgs& a,
+                                 O* __restrict__ feat, int4* __restrict__ idx, int64_t v, uint32_t* chosen,
+                                 float* staged) {
+  const int lane = threadIdx.x & 31;
+  const int32_t total = a.counts[v], start = a.offsets[v];
+  const int32_t kept = total < a.max_points ? total : a.max_points;
+  int64_t last = -1;
+  for (int32_t r = 0; r < kept; ++r) {
+    uint32_t best = 0xffffffffu;
+    for (int32_t k = lane; k < total; k += 32) {
+      const uint32_t p = a.slots[start + k];
+      if (int64_t(p) > last && p < best) best = p;
+    }
+    best = __reduce_min_sync(0xffffffffu, best);
+    if (lane == 0) chosen[r] = best;
+    last = best;
+  }
+  __syncwarp();
+  if (lane == 0) {
+    int32_t row[4];
+    key_to_index(g, a.keys[chosen[0]], a.batch, row);
+    idx[v] = make_int4(row[0], row[1], row[2], row[3]);
+  }
+  const int32_t used = a.mean ? kept : 1;
+  if (used * a.F <= kStagedValues) {
+    // every (point, column) value loaded at once, then summed per column in point order
+    for (int32_t e = lane; e < used * a.F; e += 32)
+      staged[e] = load(pts + int64_t(chosen[e / a.F]) * a.C + a.columns[e % a.F]);
+    __syncwarp();
+    if (lane < a.F) {
+      float sum = staged[lane];
+      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, staged[k * a.F + lane]);
+      store(feat + v * a.F + lane, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+    }
+  } else {
+    for (int f = lane; f < a.F; f += 32) {
+      const int col = a.columns[f];
+      float sum = load(pts + int64_t(chosen[0]) * a.C + col);
+      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, load(pts + int64_t(chosen[k]) * a.C + col));
+      store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+    }
+  }
+  __syncwarp();  // `chosen` and `staged` are reused by the warp's next voxel
+}
+
+/// One thread per voxel for the small voxels (their <= kSmallVoxel positions sorted in registers by
+/// a bitonic network: the first `kept` are the first points in input order). Larger voxels (and
+/// feature sets wider than kThreadColumns) go to a list that big_voxels_kernel spreads over warps:
+/// they cluster in key order (dense ground near the sensor), so one warp must not meet them in a row.
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     features_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat, int4* __restrict__ idx,
-                    DeviceStats* st) {
+                    int32_t* __restrict__ big_list, int32_t* big_count, DeviceStats* st) {
+  const int lane = threadIdx.x & 31;
+  const int32_t n = *a.count;
+  unsigned excess = 0;
+  const int64_t stride = int64_t(gridDim.x) * kThreads;
+  for (int64_t v0 = int64_t(blockIdx.x) * kThreads + (threadIdx.x & ~31); v0 < n; v0 += stride) {  // warp-uniform
+    const int64_t v = v0 + lane;
+    bool big = false;
+    if (v < n) {
+      const int32_t total = a.counts[v], start = a.offsets[v];
+      const int32_t kept = total < a.max_points ? total : a.max_points;
+      excess += unsigned(total - kept);
+      big = total > kSmallVoxel || a.F > kThreadColumns;
+      if (!big) {
+        uint32_t first[kSmallVoxel];
+#pragma unroll
+        for (int k = 0; k < kSmallVoxel; ++k) first[k] = k < total ? a.slots[start + k] : 0xffffffffu;
+#pragma unroll
+        for (int size = 2; size <= kSmallVoxel; size <<= 1)
+#pragma unroll
+          for (int j = size >> 1; j > 0; j >>= 1)
+#pragma unroll
+            for (int i = 0; i < kSmallVoxel; ++i) {
+              const int l = i ^ j;
+              if (l > i) {
+                const uint32_t x = first[i], y = first[l];
+                const bool up = (i & size) == 0;
+                first[i] = up ? min(x, y) : max(x, y);
+                first[l] = up ? max(x, y) : min(x, y);
+              }
+            }
+        write_voxel_thread(pts, g, a, feat, idx, v, first, kept);
+      }
+    }
+    const unsigned bigs = __ballot_sync(0xffffffffu, big);
+    if (bigs) {  // one atomic per warp for its large voxels' places in the list
+      const int leader = __ffs(bigs) - 1;
+      int32_t base = 0;
+      if (lane == leader) base = atomicAdd(big_count, __popc(bigs));
+      base = __shfl_sync(0xffffffffu, base, leader);
+      if (big) big_list[base + __popc(bigs & ((1u << lane) - 1u))] = int32_t(v);
+    }
+  }
+  const unsigned warp_excess = __reduce_add_sync(0xffffffffu, excess);
+  if (lane == 0 && warp_excess) atomicAdd(&st->full, (unsigned long long)warp_excess);
+}
+
+/// The listed large voxels, one warp each (write_voxel_warp).
+template <typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+    big_voxels_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat,
+                      int4* __restrict__ idx, const int32_t* __restrict__ big_list, const int32_t* big_count) {
   __shared__ uint32_t chosen[kWarpsPerBlock][kMaxKept];
   __shared__ float staged[kWarpsPerBlock][kStagedValues];
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int32_t n = *a.count;
-  unsigned long long excess = 0;
-  for (int64_t v = int64_t(blockIdx.x) * kWarpsPerBlock + w; v < n; v += int64_t(gridDim.x) * kWarpsPerBlock) {
-    const int32_t total = a.counts[v], start = a.offsets[v];
-    const int32_t kept = total < a.max_points ? total : a.max_points;
-    excess += unsigned(total - kept);
-    int64_t last = -1;
-    // most voxels hold at most 32 points: one per lane, read once
-    const uint32_t mine = total <= 32 && lane < total ? a.slots[start + lane] : 0xffffffffu;
-    for (int32_t r = 0; r < kept; ++r) {
-      uint32_t best = 0xffffffffu;
-      if (total <= 32) {
-        if (int64_t(mine) > last) best = mine;
-      } else {
-        for (int32_t k = lane; k < total; k += 32) {
-          const uint32_t p = a.slots[start + k];
-          if (int64_t(p) > last && p < best) best = p;
-        }
-      }
-      best = __reduce_min_sync(0xffffffffu, best);
-      if (lane == 0) chosen[w][r] = best;
-      last = best;
-    }
-    __syncwarp();
-    if (lane == 0) {
-      int32_t row[4];
-      key_to_index(g, a.keys[chosen[w][0]], a.batch, row);
-      idx[v] = make_int4(row[0], row[1], row[2], row[3]);
-    }
-    const int32_t used = a.mean ? kept : 1;
-    if (used * a.F <= kStagedValues) {
-      // every (point, column) value loaded at once, then summed per column in point order
-      for (int32_t e = lane; e < used * a.F; e += 32)
-        staged[w][e] = load(pts + int64_t(chosen[w][e / a.F]) * a.C + a.columns[e % a.F]);
-      __syncwarp();
-      if (lane < a.F) {
-        float sum = staged[w][lane];
-        for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, staged[w][k * a.F + lane]);
-        store(feat + v * a.F + lane, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
-      }
-    } else {
-      for (int f = lane; f < a.F; f += 32) {
-        const int col = a.columns[f];
-        float sum = load(pts + int64_t(chosen[w][0]) * a.C + col);
-        for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, load(pts + int64_t(chosen[w][k]) * a.C + col));
-        store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
-      }
-    }
-    __syncwarp();  // `chosen` is reused by the warp's next voxel
-  }
-  if (lane == 0 && excess) atomicAdd(&st->full, excess);
+  const int w = threadIdx.x >> 5;
+  const int32_t nb = *big_count;
+  for (int32_t i = blockIdx.x * kWarpsPerBlock + w; i < nb; i += gridDim.x * kWarpsPerBlock)
+    write_voxel_warp(pts, g, a, feat, idx, big_list[i], chosen[w], staged[w]);
 }
 
 class DeviceBuffer {
@@ -243,6 +331,7 @@ class CudaVoxelizer final : public Voxelizer {
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
     counts_ = DeviceBuffer((V + 1) * 4);
     offsets_ = DeviceBuffer((V + 1) * 4);
+    big_list_ = DeviceBuffer((V + 1) * 4);
     staging_ = DeviceBuffer(P * size_t(c.point_columns) * 4);
     small_ = DeviceBuffer(256);
     columns_ = DeviceBuffer(size_t(F_) * sizeof(int));
@@ -312,7 +401,7 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.max_points_per_voxel,
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index};
-      const int fblocks = int(std::min<int64_t>((V + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t(sm_count_) * 16));
+      const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
       launch_features(pts, points.dtype(), a, fblocks, s);
     }
     stream_ = s;
@@ -386,6 +475,7 @@ class CudaVoxelizer final : public Voxelizer {
   DeviceStats* stats_ptr() const { return small_.get<DeviceStats>(); }
   unsigned long long* bits() const { return bits_.get<unsigned long long>(); }
   int32_t* count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 128); }
+  int32_t* big_count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 192); }
 
   size_t temp_bytes(int64_t P) const {
     size_t rank = 0, scan = 0;
@@ -398,20 +488,25 @@ class CudaVoxelizer final : public Voxelizer {
   }
 
   void launch_features(const void* pts, DType in, const FeatureArgs& a, int blocks, cudaStream_t s) {
-    int4* idx = indices_.get<int4>();
     const bool half_out = config_.feature_dtype == DType::Float16;
     if (in == DType::Float32 && half_out)
-      features_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), g_, a, features_.get<__half>(), idx,
-                                                  stats_ptr());
+      launch_features_as(static_cast<const float*>(pts), features_.get<__half>(), a, blocks, s);
     else if (in == DType::Float32)
-      features_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), g_, a, features_.get<float>(), idx,
-                                                  stats_ptr());
+      launch_features_as(static_cast<const float*>(pts), features_.get<float>(), a, blocks, s);
     else if (half_out)
-      features_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), g_, a, features_.get<__half>(), idx,
-                                                  stats_ptr());
+      launch_features_as(static_cast<const __half*>(pts), features_.get<__half>(), a, blocks, s);
     else
-      features_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), g_, a, features_.get<float>(), idx,
-                                                  stats_ptr());
+      launch_features_as(static_cast<const __half*>(pts), features_.get<float>(), a, blocks, s);
+  }
+
+  template <typename T, typename O>
+  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int blocks, cudaStream_t s) {
+    int4* idx = indices_.get<int4>();
+    features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(), big_count_ptr(),
+                                                stats_ptr());
+    SCN_CUDA_LAUNCHED();
+    big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(),
+                                                         big_count_ptr());
     SCN_CUDA_LAUNCHED();
   }
 
@@ -433,7 +528,7 @@ class CudaVoxelizer final : public Voxelizer {
   int sm_count_ = 1;
   int F_ = 0;
   int64_t words_ = 0;  ///< bitmap words: grid cells / 64
-  DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_;
+  DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_, big_list_;
   DeviceBuffer staging_, small_, columns_, features_, indices_, temp_;
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;
