@@ -2,13 +2,13 @@
 // count left in device memory. Bitwise equal to the CPU oracle (voxelize_cpu.cpp), without a sort:
 //   1. classify: one thread per point, cell key (voxel_rules.h, the CPU's code); kept points set
 //      their cell's bit in a bitmap of the grid's cells;
-//   2. rank: an exclusive sum (CUB) of the bitmap words' popcounts; a voxel's id is the rank of its
-//      cell's bit, so voxels come out in ascending key order as on the CPU;
+//   2. rank: an exclusive sum (CUB) of the popcounts of groups of four bitmap words; a voxel's id is
+//      the rank of its cell's bit, so voxels come out in ascending key order as on the CPU;
 //   3. count: each kept point takes its voxel's id and its arrival order in that voxel (atomics:
 //      the order is arbitrary, and step 5 restores input order);
-//   4. an exclusive sum of the voxels' point counts (CUB); finalize (one thread): the voxel count,
-//      clamped to max_voxels, and the overflow flag; scatter: each point's position into its
-//      voxel's segment;
+//   4. an exclusive sum of the voxels' point counts (CUB); scatter: each point's position into its
+//      voxel's segment, and (its first thread) the voxel count, clamped to max_voxels, and the
+//      overflow flag;
 //   5. features: a thread per voxel of at most 16 points sorts their positions in registers; a
 //      warp per larger voxel (listed, then a second kernel) picks its segment's
 //      max_points_per_voxel smallest positions; either
@@ -19,6 +19,7 @@
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
@@ -50,15 +51,31 @@ __device__ __forceinline__ float load(const __half* p) { return __half2float(*p)
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 
-struct Popcount {
-  __host__ __device__ int32_t operator()(unsigned long long w) const {
+/// Bitmap words per rank entry: the rank scan covers a quarter of the words, and a lookup adds the
+/// popcounts of at most three neighbouring words (one 32-byte sector).
+constexpr int kRankGroup = 4;
+
+/// Set bits in the kRankGroup words of group g (the rank scan's input).
+struct GroupPopcount {
+  const unsigned long long* bits;
+  __host__ __device__ int32_t operator()(int32_t g) const {
 #ifdef __CUDA_ARCH__
-    return __popcll(w);
+    const unsigned long long* w = bits + int64_t(g) * kRankGroup;
+    return __popcll(w[0]) + __popcll(w[1]) + __popcll(w[2]) + __popcll(w[3]);
 #else
-    return __builtin_popcountll(w);
+    return g * 0;  // never called on the host
 #endif
   }
 };
+
+/// The rank of a set cell bit among all set bits: its voxel id.
+__device__ __forceinline__ int32_t cell_rank(const unsigned long long* __restrict__ bits,
+                                             const int32_t* __restrict__ group_rank, uint32_t key) {
+  const uint32_t w = key >> 6;
+  int32_t r = group_rank[w / kRankGroup];
+  for (uint32_t j = w & ~uint32_t(kRankGroup - 1); j < w; ++j) r += __popcll(bits[j]);
+  return r + __popcll(bits[w] & ((1ull << (key & 63)) - 1ull));
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -91,8 +108,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t key = keys[i];
   int32_t v = -1;
   if (key != dropped_key) {
-    const unsigned long long below = bits[key >> 6] & ((1ull << (key & 63)) - 1ull);
-    v = word_rank[key >> 6] + __popcll(below);
+    v = cell_rank(bits, word_rank, key);
     if (v < max_voxels)
       order[i] = atomicAdd(counts + v, 1);
     else
@@ -101,18 +117,27 @@ __global__ void __launch_bounds__(kThreads)
   vid[i] = v;
 }
 
-__global__ void finalize_kernel(const unsigned long long* bits, const int32_t* word_rank, int64_t words,
-                                int32_t max_voxels, DeviceStats* st, int32_t* count) {
-  const int32_t n = words ? word_rank[words - 1] + __popcll(bits[words - 1]) : 0;
+/// The voxel count (clamped to max_voxels, so nothing writes past the buffers) and the overflow flag.
+__device__ __forceinline__ void finalize(const unsigned long long* bits, const int32_t* group_rank, int64_t groups,
+                                         int32_t max_voxels, DeviceStats* st, int32_t* count) {
+  const int32_t n = groups ? group_rank[groups - 1] + GroupPopcount{bits}(int32_t(groups - 1)) : 0;
   st->voxels_found = n;
   st->overflow = n > max_voxels ? 1 : 0;
   *count = n > max_voxels ? max_voxels : n;
 }
 
+__global__ void finalize_kernel(const unsigned long long* bits, const int32_t* group_rank, int64_t groups,
+                                int32_t max_voxels, DeviceStats* st, int32_t* count) {
+  finalize(bits, group_rank, groups, max_voxels, st, count);
+}
+
+/// Each point's position into its voxel's segment; the first thread also finalizes the count.
 __global__ void __launch_bounds__(kThreads)
     scatter_kernel(int64_t P, const int32_t* __restrict__ vid, const int32_t* __restrict__ order,
-                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots) {
+                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots, const unsigned long long* bits,
+                   const int32_t* group_rank, int64_t groups, int32_t max_voxels, DeviceStats* st, int32_t* count) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i == 0) finalize(bits, group_rank, groups, max_voxels, st, count);
   if (i >= P) return;
   const int32_t v = vid[i];
   if (v >= 0) slots[offsets[v] + order[i]] = uint32_t(i);
@@ -324,9 +349,9 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     const size_t P = size_t(max_points);
     F_ = int(c.feature_columns.size());
-    words_ = (int64_t(g_.cells) + 63) / 64;
-    bits_ = DeviceBuffer(size_t(words_) * 8);
-    word_rank_ = DeviceBuffer(size_t(words_) * 4);
+    groups_ = ((int64_t(g_.cells) + 63) / 64 + kRankGroup - 1) / kRankGroup;
+    bits_ = DeviceBuffer(size_t(groups_) * kRankGroup * 8);
+    word_rank_ = DeviceBuffer(size_t(groups_) * 4);
     for (DeviceBuffer* b : {&keys_, &vid_, &order_, &slots_}) *b = DeviceBuffer(P * 4);
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
     counts_ = DeviceBuffer((V + 1) * 4);
@@ -372,8 +397,8 @@ class CudaVoxelizer final : public Voxelizer {
       SCN_CUDA_LAUNCHED();
     }
     size_t temp = temp_.bytes();
-    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, thrust::make_transform_iterator(bits(), Popcount{}),
-                                                 word_rank_.get<int32_t>(), int(words_), s));
+    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, group_popcounts(), word_rank_.get<int32_t>(),
+                                                 int(groups_), s));
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(keys_.get<uint32_t>(), P, g_.cells, bits(), word_rank_.get<int32_t>(),
                                                int32_t(config_.max_voxels), vid_.get<int32_t>(), order_.get<int32_t>(),
@@ -383,12 +408,14 @@ class CudaVoxelizer final : public Voxelizer {
       SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, counts_.get<int32_t>(), offsets_.get<int32_t>(),
                                                    int(V + 1), s));
       scatter_kernel<<<blocks, kThreads, 0, s>>>(P, vid_.get<int32_t>(), order_.get<int32_t>(), offsets_.get<int32_t>(),
-                                                 slots_.get<uint32_t>());
+                                                 slots_.get<uint32_t>(), bits(), word_rank_.get<int32_t>(), groups_,
+                                                 int32_t(config_.max_voxels), stats_ptr(), count_ptr());
+      SCN_CUDA_LAUNCHED();
+    } else {
+      finalize_kernel<<<1, 1, 0, s>>>(bits(), word_rank_.get<int32_t>(), groups_, int32_t(config_.max_voxels),
+                                      stats_ptr(), count_ptr());
       SCN_CUDA_LAUNCHED();
     }
-    finalize_kernel<<<1, 1, 0, s>>>(bits(), word_rank_.get<int32_t>(), words_, int32_t(config_.max_voxels), stats_ptr(),
-                                    count_ptr());
-    SCN_CUDA_LAUNCHED();
     if (V > 0) {
       FeatureArgs a{keys_.get<uint32_t>(),
                     counts_.get<int32_t>(),
@@ -474,14 +501,17 @@ class CudaVoxelizer final : public Voxelizer {
  private:
   DeviceStats* stats_ptr() const { return small_.get<DeviceStats>(); }
   unsigned long long* bits() const { return bits_.get<unsigned long long>(); }
+  thrust::transform_iterator<GroupPopcount, thrust::counting_iterator<int32_t>> group_popcounts() const {
+    return thrust::make_transform_iterator(thrust::counting_iterator<int32_t>(0), GroupPopcount{bits()});
+  }
   int32_t* count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 128); }
   int32_t* big_count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 192); }
 
   size_t temp_bytes(int64_t P) const {
     size_t rank = 0, scan = 0;
     const int64_t V = std::min<int64_t>(P, config_.max_voxels);
-    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rank, thrust::make_transform_iterator(bits(), Popcount{}),
-                                                 static_cast<int32_t*>(nullptr), int(words_)));
+    SCN_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(nullptr, rank, group_popcounts(), static_cast<int32_t*>(nullptr), int(groups_)));
     SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int32_t*>(nullptr),
                                                  static_cast<int32_t*>(nullptr), int(V + 1)));
     return std::max({rank, scan, size_t(16)});
@@ -527,7 +557,7 @@ class CudaVoxelizer final : public Voxelizer {
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
-  int64_t words_ = 0;  ///< bitmap words: grid cells / 64
+  int64_t groups_ = 0;  ///< rank entries: bitmap words (grid cells / 64) / kRankGroup, rounded up
   DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_, big_list_;
   DeviceBuffer staging_, small_, columns_, features_, indices_, temp_;
   cudaStream_t stream_ = nullptr;
