@@ -7,8 +7,7 @@
 //   3. count: each kept point takes its voxel's id and its arrival order in that voxel (atomics:
 //      the order is arbitrary, and step 5 restores input order);
 //   4. an exclusive sum of the voxels' point counts (CUB); scatter: each point's position into its
-//      voxel's segment, and the bitmap words it set cleared (no memset of the whole bitmap per
-//      run); the count kernel's first thread writes the voxel count, clamped to max_voxels, and the
+//      voxel's segment, and (its first thread) the voxel count, clamped to max_voxels, and the
 //      overflow flag;
 //   5. features: a thread per voxel of at most 16 points sorts their positions in registers; a
 //      warp per larger voxel (listed, then a second kernel) picks its segment's
@@ -99,6 +98,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Voxel id (the rank of the cell's bit) and arrival order of every kept point; counts per voxel.
+__global__ void __launch_bounds__(kThreads)
+    count_kernel(const uint32_t* __restrict__ keys, int64_t P, uint32_t dropped_key,
+                 const unsigned long long* __restrict__ bits, const int32_t* __restrict__ word_rank, int32_t max_voxels,
+                 int32_t* __restrict__ vid, int32_t* __restrict__ order, int32_t* __restrict__ counts) {
+  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= P) return;
+  const uint32_t key = keys[i];
+  int32_t v = -1;
+  if (key != dropped_key) {
+    v = cell_rank(bits, word_rank, key);
+    if (v < max_voxels)
+      order[i] = atomicAdd(counts + v, 1);
+    else
+      v = -1;  // beyond the capacity: an overflow (finalize), never written
+  }
+  vid[i] = v;
+}
+
 /// The voxel count (clamped to max_voxels, so nothing writes past the buffers) and the overflow flag.
 __device__ __forceinline__ void finalize(const unsigned long long* bits, const int32_t* group_rank, int64_t groups,
                                          int32_t max_voxels, DeviceStats* st, int32_t* count) {
@@ -113,40 +131,16 @@ __global__ void finalize_kernel(const unsigned long long* bits, const int32_t* g
   finalize(bits, group_rank, groups, max_voxels, st, count);
 }
 
-/// Voxel id (the rank of the cell's bit) and arrival order of every kept point; counts per voxel.
-/// The first thread also finalizes the voxel count.
+/// Each point's position into its voxel's segment; the first thread also finalizes the count.
 __global__ void __launch_bounds__(kThreads)
-    count_kernel(const uint32_t* __restrict__ keys, int64_t P, uint32_t dropped_key,
-                 const unsigned long long* __restrict__ bits, const int32_t* __restrict__ group_rank, int64_t groups,
-                 int32_t max_voxels, int32_t* __restrict__ vid, int32_t* __restrict__ order,
-                 int32_t* __restrict__ counts, DeviceStats* st, int32_t* count) {
+    scatter_kernel(int64_t P, const int32_t* __restrict__ vid, const int32_t* __restrict__ order,
+                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots, const unsigned long long* bits,
+                   const int32_t* group_rank, int64_t groups, int32_t max_voxels, DeviceStats* st, int32_t* count) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i == 0) finalize(bits, group_rank, groups, max_voxels, st, count);
   if (i >= P) return;
-  const uint32_t key = keys[i];
-  int32_t v = -1;
-  if (key != dropped_key) {
-    v = cell_rank(bits, group_rank, key);
-    if (v < max_voxels)
-      order[i] = atomicAdd(counts + v, 1);
-    else
-      v = -1;  // beyond the capacity: an overflow (finalize), never written
-  }
-  vid[i] = v;
-}
-
-/// Each point's position into its voxel's segment. The bitmap is cleared here, word by word where
-/// points set it (every writer stores 0), instead of a memset of the whole grid's bitmap per run.
-__global__ void __launch_bounds__(kThreads)
-    scatter_kernel(int64_t P, const int32_t* __restrict__ vid, const int32_t* __restrict__ order,
-                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots, const uint32_t* __restrict__ keys,
-                   uint32_t dropped_key, unsigned long long* bits) {
-  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= P) return;
   const int32_t v = vid[i];
   if (v >= 0) slots[offsets[v] + order[i]] = uint32_t(i);
-  const uint32_t key = keys[i];
-  if (key != dropped_key) bits[key >> 6] = 0ull;
 }
 
 struct FeatureArgs {
@@ -389,15 +383,11 @@ class CudaVoxelizer final : public Voxelizer {
       pts = staging_.get();
     }
     SCN_CUDA_CHECK(cudaMemsetAsync(small_.get(), 0, small_.bytes(), s));
-    // The bitmap is all zero between runs (the scatter kernel clears the words it set); a run that
-    // stopped between classify and scatter leaves it dirty, and the next one clears it whole.
-    if (bits_dirty_) SCN_CUDA_CHECK(cudaMemsetAsync(bits_.get(), 0, bits_.bytes(), s));
-    bits_dirty_ = false;
+    SCN_CUDA_CHECK(cudaMemsetAsync(bits_.get(), 0, bits_.bytes(), s));
     const int64_t V = std::min<int64_t>(P, config_.max_voxels);  // voxels that can be written
     const int blocks = int(std::max<int64_t>(1, (P + kThreads - 1) / kThreads));
     if (P > 0) {
       SCN_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, size_t(V + 1) * 4, s));
-      bits_dirty_ = true;
       if (points.dtype() == DType::Float32)
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), P, config_.point_columns, g_,
                                                     keys_.get<uint32_t>(), bits(), stats_ptr());
@@ -411,16 +401,16 @@ class CudaVoxelizer final : public Voxelizer {
                                                  int(groups_), s));
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(keys_.get<uint32_t>(), P, g_.cells, bits(), word_rank_.get<int32_t>(),
-                                               groups_, int32_t(config_.max_voxels), vid_.get<int32_t>(),
-                                               order_.get<int32_t>(), counts_.get<int32_t>(), stats_ptr(), count_ptr());
+                                               int32_t(config_.max_voxels), vid_.get<int32_t>(), order_.get<int32_t>(),
+                                               counts_.get<int32_t>());
       SCN_CUDA_LAUNCHED();
       temp = temp_.bytes();
       SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, counts_.get<int32_t>(), offsets_.get<int32_t>(),
                                                    int(V + 1), s));
       scatter_kernel<<<blocks, kThreads, 0, s>>>(P, vid_.get<int32_t>(), order_.get<int32_t>(), offsets_.get<int32_t>(),
-                                                 slots_.get<uint32_t>(), keys_.get<uint32_t>(), g_.cells, bits());
+                                                 slots_.get<uint32_t>(), bits(), word_rank_.get<int32_t>(), groups_,
+                                                 int32_t(config_.max_voxels), stats_ptr(), count_ptr());
       SCN_CUDA_LAUNCHED();
-      bits_dirty_ = false;
     } else {
       finalize_kernel<<<1, 1, 0, s>>>(bits(), word_rank_.get<int32_t>(), groups_, int32_t(config_.max_voxels),
                                       stats_ptr(), count_ptr());
@@ -567,8 +557,7 @@ class CudaVoxelizer final : public Voxelizer {
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
-  int64_t groups_ = 0;      ///< rank entries: bitmap words (grid cells / 64) / kRankGroup, rounded up
-  bool bits_dirty_ = true;  ///< the bitmap may hold bits of an unfinished run (and is not yet cleared)
+  int64_t groups_ = 0;  ///< rank entries: bitmap words (grid cells / 64) / kRankGroup, rounded up
   DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_, big_list_;
   DeviceBuffer staging_, small_, columns_, features_, indices_, temp_;
   cudaStream_t stream_ = nullptr;
