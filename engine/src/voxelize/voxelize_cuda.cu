@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_mem.h"
 #include "scn/error.h"
 #include "voxelize/voxel_rules.h"
 #include "voxelize/voxelize_internal.h"
@@ -308,33 +309,7 @@ __global__ void __launch_bounds__(kThreads)
     write_voxel_warp(pts, g, a, feat, idx, big_list[i], chosen[w], staged[w]);
 }
 
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes) SCN_CUDA_CHECK(cudaMalloc(&p_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (p_) cudaFree(p_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(p_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = cuda::DevMem;  // owned device memory (backends/cuda/cuda_mem.h)
 
 class CudaVoxelizer final : public Voxelizer {
  public:
@@ -348,21 +323,21 @@ class CudaVoxelizer final : public Voxelizer {
     const size_t P = size_t(max_points);
     F_ = int(c.feature_columns.size());
     groups_ = ((int64_t(g_.cells) + 63) / 64 + kRankGroup - 1) / kRankGroup;
-    bits_ = DeviceBuffer(size_t(groups_) * kRankGroup * 8);
-    word_rank_ = DeviceBuffer(size_t(groups_) * 4);
-    for (DeviceBuffer* b : {&keys_, &vid_, &order_, &slots_}) *b = DeviceBuffer(P * 4);
+    bits_.alloc(size_t(groups_) * kRankGroup * 8);
+    word_rank_.alloc(size_t(groups_) * 4);
+    for (DeviceBuffer* b : {&keys_, &vid_, &order_, &slots_}) b->alloc(P * 4);
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
-    counts_ = DeviceBuffer((V + 1) * 4);
-    offsets_ = DeviceBuffer((V + 1) * 4);
-    big_list_ = DeviceBuffer((V + 1) * 4);
-    staging_ = DeviceBuffer(P * size_t(c.point_columns) * 4);
-    small_ = DeviceBuffer(256);
-    columns_ = DeviceBuffer(size_t(F_) * sizeof(int));
+    counts_.alloc((V + 1) * 4);
+    offsets_.alloc((V + 1) * 4);
+    big_list_.alloc((V + 1) * 4);
+    staging_.alloc(P * size_t(c.point_columns) * 4);
+    small_.alloc(256);
+    columns_.alloc(size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
-    features_ = DeviceBuffer(size_t(c.max_voxels) * size_t(F_) * dtype_size(c.feature_dtype));
-    indices_ = DeviceBuffer(size_t(c.max_voxels) * 16);
-    temp_ = DeviceBuffer(temp_bytes(max_points));
+    features_.alloc(size_t(c.max_voxels) * size_t(F_) * dtype_size(c.feature_dtype));
+    indices_.alloc(size_t(c.max_voxels) * 16);
+    temp_.alloc(temp_bytes(max_points));
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
   }
 

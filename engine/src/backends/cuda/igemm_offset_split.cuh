@@ -21,41 +21,17 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/igemm_offset_split.h"
+#include "backends/cuda/ptx.cuh"
 
 namespace scn::cuda {
 namespace osplit {
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-/// 16-byte asynchronous copy; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
-#endif
-}
+using ptx::cp_async16;
+using ptx::cp_async16_zfill;
+using ptx::ldmatrix_x4;
+using ptx::mma_16816;
+using ptx::smem_addr;
+
 /// Barrier of the `threads` threads of one team (ids 1..15; 0 is __syncthreads).
 __device__ __forceinline__ void team_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
@@ -110,7 +86,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
       cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
     }
-    cp_commit();
+    ptx::cp_async_commit();
   }
 
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -132,7 +108,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
   if (slab0 < nslabs) load_map(slab0);  // in flight beside the weights
-  cp_wait<0>();
+  ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
 
   for (int64_t slab = slab0; slab < nslabs; slab += int64_t(gridDim.x) * C::TEAMS) {
@@ -164,14 +140,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < C::KG) issue(s, s);
-      cp_commit();
+      ptx::cp_async_commit();
     }
 #pragma unroll
     for (int j = 0; j < C::KG; ++j) {
-      cp_wait<STAGES - 2>();
+      ptx::cp_async_wait_mem<STAGES - 2>();
       __syncwarp();
       if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
-      cp_commit();
+      ptx::cp_async_commit();
       const int k = g + j * P;
       if (k >= KK) continue;
       // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
@@ -192,7 +168,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         for (int jn = 0; jn < C::NT / 2; ++jn) {
           const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
           uint32_t r[4];
-          ldsm_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
+          ldmatrix_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
           bf[2 * jn][0] = r[0];
           bf[2 * jn][1] = r[1];
           bf[2 * jn + 1][0] = r[2];
@@ -203,13 +179,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
           const int row = i * 16 + (lane & 15);
           uint32_t af[4];
-          ldsm_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
+          ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
 #pragma unroll
-          for (int jn = 0; jn < C::NT; ++jn) mma16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+          for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }
       }
     }
-    cp_wait<0>();
+    ptx::cp_async_wait_mem<0>();
     __syncwarp();  // every lane is done with the stages: reuse them for the epilogue
 
     const __half* __restrict__ res = static_cast<const __half*>(a.residual);

@@ -29,27 +29,20 @@
 #include <vector>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/ptx.cuh"
 
 namespace scn::cuda {
 namespace igemm {
 
 inline constexpr int kMaxMapK = 32;  // kernels with K <= 32 stage the map in shared memory and skip offsets
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
+using ptx::cp_async16;
+using ptx::cp_async4;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ldmatrix_x4;
+using ptx::mma_16816;
+using ptx::smem_addr;
 
 // Programmatic dependent launch (sm_90). A conv launched with cudaLaunchAttributeProgrammaticStreamSerialization
 // may become resident while the previous kernel of its stream finishes; it stages what that kernel
@@ -64,24 +57,6 @@ __device__ __forceinline__ void grid_dependency_wait() {
 __device__ __forceinline__ void grid_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
 #endif
 }
 
@@ -102,10 +77,9 @@ __device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4]
 /// most 16 channels (rows of 16 bytes) take this one instead of padding to 32 channels.
 __device__ __forceinline__ void mma_16816_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(b));
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b));
 #else
   __trap();
 #endif
@@ -176,8 +150,7 @@ __device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
 __device__ __forceinline__ void tma_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          smem_addr(dst)),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 #else
@@ -274,8 +247,8 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[8][4], uint64_t da, u
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
       "}, %32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
-      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5),
-        SCN_WG_ACC4(6), SCN_WG_ACC4(7)
+      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5), SCN_WG_ACC4(6),
+        SCN_WG_ACC4(7)
       : "l"(da), "l"(db), "r"(1));
 #else
   __trap();
@@ -294,9 +267,9 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da,
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, %64, %65, p, 1, 1, 0, 0;\n"
       "}\n"
-      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5),
-        SCN_WG_ACC4(6), SCN_WG_ACC4(7), SCN_WG_ACC4(8), SCN_WG_ACC4(9), SCN_WG_ACC4(10), SCN_WG_ACC4(11),
-        SCN_WG_ACC4(12), SCN_WG_ACC4(13), SCN_WG_ACC4(14), SCN_WG_ACC4(15)
+      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5), SCN_WG_ACC4(6),
+        SCN_WG_ACC4(7), SCN_WG_ACC4(8), SCN_WG_ACC4(9), SCN_WG_ACC4(10), SCN_WG_ACC4(11), SCN_WG_ACC4(12),
+        SCN_WG_ACC4(13), SCN_WG_ACC4(14), SCN_WG_ACC4(15)
       : "l"(da), "l"(db), "r"(1));
 #else
   __trap();
@@ -360,8 +333,7 @@ struct Tile {
 // global workspace). Results then depend on SPLIT but on nothing else of the configuration.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
           int MODE, bool WG>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
-    igemm_kernel(const ConvArgs a) {
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(const ConvArgs a) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(!WG || (TMA_B && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights");
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
@@ -717,8 +689,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
         for (int r = 0; r < SPLIT; ++r) {
           const float4 lo = ld_peer_f4(sRed + rl * T::LDR + c8, uint32_t(r));
           const float4 hi = ld_peer_f4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
-          v[0] += lo.x; v[1] += lo.y; v[2] += lo.z; v[3] += lo.w;
-          v[4] += hi.x; v[5] += hi.y; v[6] += hi.z; v[7] += hi.w;
+          v[0] += lo.x;
+          v[1] += lo.y;
+          v[2] += lo.z;
+          v[3] += lo.w;
+          v[4] += hi.x;
+          v[5] += hi.y;
+          v[6] += hi.z;
+          v[7] += hi.w;
         }
         alignas(16) __half rr[8];
         if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
@@ -785,13 +763,19 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
           float v[8], r[8];
           const float4 lo = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8);
           const float4 hi = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8 + 4);
-          v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
-          v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
+          v[0] = lo.x;
+          v[1] = lo.y;
+          v[2] = lo.z;
+          v[3] = lo.w;
+          v[4] = hi.x;
+          v[5] = hi.y;
+          v[6] = hi.z;
+          v[7] = hi.w;
           const bool has_res = a.residual != nullptr;
           if (has_res) {
             if (qe.res_q) {
-              const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) +
-                                                                 row * qe.res_stride + col);
+              const uint2 raw =
+                  *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) + row * qe.res_stride + col);
               const int8_t* rb = reinterpret_cast<const int8_t*>(&raw);
 #pragma unroll
               for (int q = 0; q < 8; ++q) r[q] = float(rb[q]);
@@ -804,8 +788,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
             }
           }
 #pragma unroll
-          for (int q = 0; q < 8; ++q)
-            o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a.relu_after, qe) : 0.f;
+          for (int q = 0; q < 8; ++q) o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a.relu_after, qe) : 0.f;
         }
         if (qe.y2) {  // quantize(fp16 value): what an int8 reader of the fp16 storage reads
           alignas(8) int8_t qb[8];
@@ -830,50 +813,49 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)
         }
       }
     } else {
-
-    // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).
+      // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).
 #pragma unroll
-    for (int i = 0; i < T::MT; ++i) {
+      for (int i = 0; i < T::MT; ++i) {
 #pragma unroll
-      for (int j = 0; j < T::NT; ++j) {
-        const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
-        const int col = n0 + cl;
-        const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
-        const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+        for (int j = 0; j < T::NT; ++j) {
+          const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
+          const int col = n0 + cl;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
-          const float v0 = col < a.cout ? apply_act(acc[i][j][2 * h] + b0, a.act, a.alpha) : 0.f;
-          const float v1 = col + 1 < a.cout ? apply_act(acc[i][j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
-          *reinterpret_cast<__half2*>(sC + rl * T::LDC + cl) = __floats2half2_rn(v0, v1);
+          for (int h = 0; h < 2; ++h) {
+            const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
+            const float v0 = col < a.cout ? apply_act(acc[i][j][2 * h] + b0, a.act, a.alpha) : 0.f;
+            const float v1 = col + 1 < a.cout ? apply_act(acc[i][j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+            *reinterpret_cast<__half2*>(sC + rl * T::LDC + cl) = __floats2half2_rn(v0, v1);
+          }
         }
       }
-    }
-    __syncthreads();
-    // Pass 2: 16-byte rows out, with the residual add (rounded like an fp16 Add) and the ReLU.
-    const __half* __restrict__ res = static_cast<const __half*>(a.residual);
-    __half* y = static_cast<__half*>(a.y);
-    constexpr int CPRC = BN / 8;
-    for (int i = tid; i < BM * CPRC; i += T::kThreads) {
-      const int rl = i / CPRC, c8 = (i % CPRC) * 8;
-      const int64_t row = m0 + rl;
-      const int col = n0 + c8;
-      if (row >= n || col >= a.cout_p) continue;
-      alignas(16) __half v[8];
-      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * T::LDC + c8);
-      if (res || a.relu_after) {
-        alignas(16) __half r[8];
-        if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
+      __syncthreads();
+      // Pass 2: 16-byte rows out, with the residual add (rounded like an fp16 Add) and the ReLU.
+      const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+      __half* y = static_cast<__half*>(a.y);
+      constexpr int CPRC = BN / 8;
+      for (int i = tid; i < BM * CPRC; i += T::kThreads) {
+        const int rl = i / CPRC, c8 = (i % CPRC) * 8;
+        const int64_t row = m0 + rl;
+        const int col = n0 + c8;
+        if (row >= n || col >= a.cout_p) continue;
+        alignas(16) __half v[8];
+        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * T::LDC + c8);
+        if (res || a.relu_after) {
+          alignas(16) __half r[8];
+          if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          float f = __half2float(v[q]);
-          if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
-          if (a.relu_after) f = f > 0.f ? f : 0.f;
-          v[q] = __float2half_rn(f);
+          for (int q = 0; q < 8; ++q) {
+            float f = __half2float(v[q]);
+            if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
+            if (a.relu_after) f = f > 0.f ? f : 0.f;
+            v[q] = __float2half_rn(f);
+          }
         }
+        *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
       }
-      *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
-    }
     }
   }
   // Blocks without a tile get here directly: they too let the next kernel launch, and wait, so that
@@ -899,8 +881,11 @@ inline Instance make_instance() {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
   return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB},
-                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>, T::kSmem,
-                  T::kThreads, 1, false};
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>,
+                  T::kSmem,
+                  T::kThreads,
+                  1,
+                  false};
 }
 
 // Instance lists, one per translation unit so that nvcc compiles them in parallel; registered in
@@ -913,8 +898,7 @@ void add_instances_fp16_split(std::vector<Instance>& v);
 void add_instances_fp16_latency(std::vector<Instance>& v);
 void add_instances_int8_fp16_operands(std::vector<Instance>& v);  // kF16Q (INT8 engines)
 void add_instances_int8(std::vector<Instance>& v);                // kI8
-void add_instances_fp16_wgmma(std::vector<Instance>& v);  // wgmma (sm_90a object, only when built for sm_90)
+void add_instances_fp16_wgmma(std::vector<Instance>& v);          // wgmma (sm_90a object, only when built for sm_90)
 
 }  // namespace igemm
 }  // namespace scn::cuda
-
