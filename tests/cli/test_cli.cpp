@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/half.h"
+#include "cli/bev_model.h"
 #include "cli/cli_runner.h"
 #include "onnx_parser/onnx_writer.h"
 #include "scn/tensor.h"
@@ -74,31 +75,8 @@ Tensor index_tensor(const std::vector<int32_t>& v, int64_t cols = 4) {
   return Tensor::from_host(v.data(), {int64_t(v.size()) / cols, cols}, DType::Int32);
 }
 
-// A model on the full nuScenes grid for synthetic frames: subm 5->4, a (1,8,8)-strided conv to
-// 41 x 180 x 180, densified.
-scn::test::ModelDef nuscenes_grid_model() {
-  using namespace scn::test;
-  ModelDef m;
-  m.inputs.push_back({"0", 10, {-1, 5}});
-  ConvSpec c;
-  c.name = "conv0", c.x = "0", c.y = "1", c.cin = 5, c.cout = 4, c.rulebook = "subm0";
-  c.in_shape = c.out_shape = {41, 1440, 1440};
-  add_conv(m, c);
-  c = {};
-  c.name = "conv1", c.x = "1", c.y = "2", c.cin = 4, c.cout = 4, c.kernel = {1, 8, 8}, c.stride = {1, 8, 8};
-  c.padding = {0, 0, 0}, c.subm = false, c.in_shape = {41, 1440, 1440}, c.out_shape = {41, 180, 180}, c.seed = 2;
-  add_conv(m, c);
-  m.nodes.push_back({"ScatterDense",
-                     "scatter0",
-                     {"2"},
-                     {"3"},
-                     {attr_string("format", "zyx"), attr_ints("input_spatial_shape", {41, 180, 180}),
-                      attr_ints("output_shape", {1, 4, 41, 180, 180})},
-                     ""});
-  m.nodes.push_back({"Reshape", "reshape0", {"3"}, {"4"}, {attr_ints("dims", {1, 164, 180, 180})}, ""});
-  m.outputs.push_back({"4", 10, {1, 164, 180, 180}});
-  return m;
-}
+// The model on the full nuScenes grid for synthetic frames (cli/bev_model.h).
+scn::test::ModelDef nuscenes_grid_model() { return scn::test::bev_model(); }
 
 // subm 5->4 and a (1,8,8)-strided conv with a sparse output: fits any grid.
 scn::test::ModelDef sparse_model() {
