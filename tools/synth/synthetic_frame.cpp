@@ -5,338 +5,15 @@
 #include <memory>
 #include <random>
 
-#include "scn/half.h"
+#include "scene.h"
 #include "scn/error.h"
+#include "scn/half.h"
 
 namespace scn::synth {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
-uint64_t mix64(uint64_t x) {  // splitmix64 finaliser: decorrelates derived seeds
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Per-point noise: a splitmix64 stream (much cheaper than a Mersenne Twister, same quality for
-// this purpose), seeded from the options' seed like everything else.
-class FastRng {
- public:
-  explicit FastRng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    uint64_t x = state_;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  }
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }
-  double uniform(double a, double b) { return a + (b - a) * uniform(); }
-  bool chance(double p) { return uniform() < p; }
-  // Approximately standard normal: the sum of four 16-bit uniforms.
-  double normal() {
-    const uint64_t x = next();
-    const double sum = double(x & 0xffff) + double((x >> 16) & 0xffff) + double((x >> 32) & 0xffff) +
-                       double(x >> 48);
-    return (sum / 65536.0 - 2.0) * 1.7320508075688772;
-  }
-
- private:
-  uint64_t state_;
-};
-
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : eng_(seed) {}
-  double uniform() { return double(eng_() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double uniform(double a, double b) { return a + (b - a) * uniform(); }
-  bool chance(double p) { return uniform() < p; }
-  int below(int n) { return std::min(n - 1, int(uniform() * n)); }
-  double normal() {  // Box-Muller, both values used
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    double u = uniform();
-    while (u <= 0.0) u = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u));
-    const double a = 2.0 * kPi * uniform();
-    spare_ = r * std::sin(a);
-    has_spare_ = true;
-    return r * std::cos(a);
-  }
-
- private:
-  std::mt19937_64 eng_;
-  double spare_ = 0.0;
-  bool has_spare_ = false;
-};
-
-struct Object {
-  bool cylinder = false;
-  double cx = 0, cy = 0, z0 = 0, z1 = 0;
-  double hx = 0, hy = 0, c = 1, s = 0;  // box: half extents and yaw
-  double r = 0;                         // cylinder radius
-  double bound = 0;                     // radius of the x/y footprint's bounding circle
-  double reflect = 10;                  // mean intensity at normal incidence
-  double porosity = 0;                  // chance that a ray passes through
-};
-
-struct Scene {
-  double g0 = 0, gx = 0, gy = 0;  // ground z = g0 + gx x + gy y
-  double bump_a = 0, bump_fx = 0, bump_fy = 0, bump_px = 0, bump_py = 0;
-  double road_c = 1, road_s = 0, road_center = 0, road_half = 5;
-  double speed = 0;
-  double ego_back = 0;  // distance driven from the oldest sweep to the newest
-  std::vector<Object> objects;
-
-  double ground(double x, double y) const { return g0 + gx * x + gy * y; }
-  double bumps(double x, double y) const {
-    return bump_a * wave(bump_fx * x + bump_px) * wave(bump_fy * y + bump_py);
-  }
-  // A sine-like wave of period 2 pi made of parabolas (no libm call per point).
-  static double wave(double u) {
-    double t = u * (1 / (2 * kPi));
-    t -= std::floor(t);
-    return t < 0.5 ? 16 * t * (0.5 - t) : -16 * (t - 0.5) * (1 - t);
-  }
-  // Road frame (s along the road, l across; the ego starts at s = l = 0) to sensor frame.
-  void to_xy(double s, double l, double& x, double& y) const {
-    x = s * road_c - l * road_s;
-    y = s * road_s + l * road_c;
-  }
-  void to_sl(double x, double y, double& s, double& l) const {
-    s = x * road_c + y * road_s;
-    l = -x * road_s + y * road_c;
-  }
-};
-
-void add_box(Scene& sc, double s, double l, double yaw, double len, double wid, double h,
-             double reflect, double porosity = 0) {
-  Object o;
-  sc.to_xy(s, l, o.cx, o.cy);
-  const double a = std::atan2(sc.road_s, sc.road_c) + yaw;
-  o.c = std::cos(a);
-  o.s = std::sin(a);
-  o.hx = 0.5 * len;
-  o.hy = 0.5 * wid;
-  o.z0 = sc.ground(o.cx, o.cy) - 0.2;
-  o.z1 = o.z0 + 0.2 + h;
-  o.bound = std::hypot(o.hx, o.hy);
-  o.reflect = reflect;
-  o.porosity = porosity;
-  sc.objects.push_back(o);
-}
-
-void add_cylinder(Scene& sc, double s, double l, double r, double z_from, double z_to,
-                  double reflect, double porosity = 0) {
-  Object o;
-  o.cylinder = true;
-  sc.to_xy(s, l, o.cx, o.cy);
-  const double g = sc.ground(o.cx, o.cy);
-  o.z0 = z_from <= 0 ? g - 0.2 : g + z_from;
-  o.z1 = g + z_to;
-  o.r = r;
-  o.bound = r;
-  o.reflect = reflect;
-  o.porosity = porosity;
-  sc.objects.push_back(o);
-}
-
-void add_car(Scene& sc, Rng& rng, double s, double l, double yaw) {
-  const bool truck = rng.chance(0.12);
-  const double len = truck ? rng.uniform(6.0, 10.0) : rng.uniform(3.8, 5.2);
-  const double wid = truck ? rng.uniform(2.3, 2.6) : rng.uniform(1.7, 2.0);
-  const double h = truck ? rng.uniform(2.6, 3.6) : rng.uniform(1.4, 1.9);
-  const double reflect = rng.uniform(12, 45);
-  // Keep clear of the stretch the ego vehicle drives during the sweeps (l = 0, s in [-back, 0]).
-  if (std::abs(l) < 0.5 * wid + 1.5 && s + 0.5 * len > -sc.ego_back - 3 && s - 0.5 * len < 3) return;
-  add_box(sc, s, l, yaw, len, wid, h, reflect);
-}
-
-Scene make_scene(uint64_t seed) {
-  Rng rng(mix64(seed ^ 0x5343454e45ull));
-  Scene sc;
-  const double yaw = rng.uniform(0, 2 * kPi);
-  sc.road_c = std::cos(yaw);
-  sc.road_s = std::sin(yaw);
-  sc.g0 = 0;  // set by the caller (sensor height)
-  sc.gx = 0.012 * rng.normal();
-  sc.gy = 0.012 * rng.normal();
-  sc.bump_a = rng.uniform(0.1, 0.3);
-  sc.bump_fx = rng.uniform(0.05, 0.2);
-  sc.bump_fy = rng.uniform(0.05, 0.2);
-  sc.bump_px = rng.uniform(0, 2 * kPi);
-  sc.bump_py = rng.uniform(0, 2 * kPi);
-  sc.road_center = rng.uniform(-2.5, 2.5);
-  sc.road_half = rng.uniform(4.0, 8.0);
-  sc.speed = rng.chance(0.25) ? 0.0 : rng.uniform(2.0, 12.0);
-  return sc;
-}
-
-void populate(Scene& sc, uint64_t seed, int clutter, double extent) {
-  Rng rng(mix64(seed ^ 0x4f424a45435453ull));
-  const double w = sc.road_half, c0 = sc.road_center;
-  // Cross street: a stretch without buildings or parked cars (long views).
-  const bool cross = rng.chance(0.5);
-  const double cross_s = rng.uniform(-35, 35), cross_w = rng.uniform(6, 12);
-  auto in_cross = [&](double s, double half_len) {
-    return cross && std::abs(s - cross_s) < cross_w + half_len;
-  };
-  for (int side = -1; side <= 1; side += 2) {
-    const double curb = c0 + side * w;
-    const double walk = rng.uniform(2.0, 5.0);
-    // Parked cars along the curb.
-    const double p_park = rng.uniform(0.2, 0.8);
-    for (double s = -extent + rng.uniform(0, 6); s < extent; s += rng.uniform(5.5, 8.5)) {
-      if (!rng.chance(p_park) || in_cross(s, 3)) continue;
-      add_car(sc, rng, s, curb - side * rng.uniform(1.0, 1.3), rng.normal() * 0.04);
-    }
-    // Poles, some with a sign plate.
-    for (double s = -extent + rng.uniform(0, 20); s < extent; s += rng.uniform(15, 35)) {
-      if (in_cross(s, 0)) continue;
-      const double l = curb + side * 0.5;
-      const double h = rng.uniform(4.0, 8.0);
-      add_cylinder(sc, s, l, rng.uniform(0.08, 0.15), 0, h, rng.uniform(30, 80));
-      if (rng.chance(0.3)) add_box(sc, s, l, kPi / 2, 0.7, 0.05, 0.6, rng.uniform(150, 255));
-    }
-    // Trees: trunk plus a porous crown.
-    const double p_tree = rng.uniform(0.0, 0.7);
-    for (double s = -extent + rng.uniform(0, 10); s < extent; s += rng.uniform(6, 12)) {
-      if (!rng.chance(p_tree) || in_cross(s, 2)) continue;
-      const double l = curb + side * rng.uniform(1.0, walk);
-      const double trunk = rng.uniform(2.0, 3.5);
-      add_cylinder(sc, s, l, rng.uniform(0.12, 0.3), 0, trunk, rng.uniform(10, 30));
-      add_cylinder(sc, s, l, rng.uniform(1.2, 2.6), trunk - 0.3, trunk + rng.uniform(2, 5),
-                   rng.uniform(5, 25), rng.uniform(0.3, 0.7));
-    }
-    // Buildings: a row of blocks with gaps, or an open field.
-    if (rng.chance(0.75)) {
-      const double setback = walk + rng.uniform(0, 6);
-      for (double s = -extent - rng.uniform(0, 20); s < extent;) {
-        const double len = rng.uniform(8, 35);
-        const double mid = s + 0.5 * len;
-        if (!in_cross(mid, 0.5 * len)) {
-          const double depth = rng.uniform(8, 20);
-          add_box(sc, mid, curb + side * (setback + 0.5 * depth), rng.normal() * 0.02, len, depth,
-                  rng.uniform(3.5, 18), rng.uniform(15, 60));
-          if (rng.chance(0.3))  // hedge or fence in front
-            add_box(sc, mid, curb + side * (setback - 0.6), 0, len * rng.uniform(0.5, 1.0), 0.6,
-                    rng.uniform(0.6, 1.6), rng.uniform(5, 25), 0.4);
-        }
-        s += len + (rng.chance(0.35) ? rng.uniform(3, 15) : rng.uniform(0, 1));
-      }
-    }
-    // Pedestrians on the sidewalk.
-    const int people = rng.below(8);
-    for (int i = 0; i < people; ++i)
-      add_cylinder(sc, rng.uniform(-40, 40), curb + side * rng.uniform(0.4, walk), rng.uniform(0.22, 0.32),
-                   0, rng.uniform(1.5, 1.9), rng.uniform(5, 30));
-  }
-  // Traffic in both lanes, away from the ego's own path.
-  const int cars = rng.below(7);
-  for (int i = 0; i < cars; ++i) {
-    double s = rng.uniform(-60, 60);
-    if (std::abs(s) < 10) s += s < 0 ? -10 : 10;
-    const double lane = rng.chance(0.5) ? 1 : -1;
-    add_car(sc, rng, s, c0 + lane * 0.5 * w, rng.normal() * 0.03);
-  }
-  // People crossing.
-  const int crossing = rng.below(3);
-  for (int i = 0; i < crossing; ++i) {
-    double s = rng.uniform(-30, 30);
-    if (std::abs(s) < 6) s += s < 0 ? -6 : 6;
-    add_cylinder(sc, s, c0 + rng.uniform(-w, w), 0.28, 0, rng.uniform(1.5, 1.9), rng.uniform(5, 30));
-  }
-  // Clutter off the road: bins, barriers, bushes, posts, signs. More of it for denser frames.
-  Rng crng(mix64(seed ^ 0x434c5554ull));
-  for (int i = 0; i < clutter; ++i) {
-    const double s = crng.uniform(-extent, extent);
-    double l = crng.uniform(-extent, extent);
-    if (std::abs(l - c0) < w + 0.5) l += (l < c0 ? -1 : 1) * (w + 0.5);
-    switch (crng.below(4)) {
-      case 0:
-        add_box(sc, s, l, crng.uniform(0, kPi), crng.uniform(0.5, 3), crng.uniform(0.5, 2),
-                crng.uniform(0.6, 2.5), crng.uniform(10, 60));
-        break;
-      case 1:
-        add_box(sc, s, l, crng.uniform(0, kPi), crng.uniform(1, 4), crng.uniform(1, 3),
-                crng.uniform(0.5, 1.5), crng.uniform(5, 25), 0.4);
-        break;
-      case 2:
-        add_cylinder(sc, s, l, crng.uniform(0.05, 0.4), 0, crng.uniform(0.8, 6), crng.uniform(20, 90));
-        break;
-      default:
-        add_box(sc, s, l, crng.uniform(0, kPi), crng.uniform(2, 8), crng.uniform(0.2, 0.5),
-                crng.uniform(0.8, 2.5), crng.uniform(15, 50));
-        break;
-    }
-  }
-}
-
-bool inside_footprint(const Object& o, const double* org) {
-  const double px = org[0] - o.cx, py = org[1] - o.cy;
-  const double lx = px * o.c + py * o.s, ly = -px * o.s + py * o.c;
-  return std::abs(lx) <= o.hx + 0.01 && std::abs(ly) <= o.hy + 0.01;
-}
-
-// Ray against one object; returns the entry distance (or a negative value) and the cosine of
-// the incidence angle.
-double intersect(const Object& o, const double* org, const double* d, double& cos_inc) {
-  constexpr double eps = 1e-6;
-  const double px = org[0] - o.cx, py = org[1] - o.cy;
-  if (!o.cylinder) {
-    const double lo[3] = {px * o.c + py * o.s, -px * o.s + py * o.c, org[2]};
-    const double ld[3] = {d[0] * o.c + d[1] * o.s, -d[0] * o.s + d[1] * o.c, d[2]};
-    const double mn[3] = {-o.hx, -o.hy, o.z0}, mx[3] = {o.hx, o.hy, o.z1};
-    double tn = -1e30, tf = 1e30;
-    int axis = 0;
-    for (int k = 0; k < 3; ++k) {
-      if (std::abs(ld[k]) < 1e-12) {
-        if (lo[k] < mn[k] || lo[k] > mx[k]) return -1;
-        continue;
-      }
-      double t0 = (mn[k] - lo[k]) / ld[k], t1 = (mx[k] - lo[k]) / ld[k];
-      if (t0 > t1) std::swap(t0, t1);
-      if (t0 > tn) {
-        tn = t0;
-        axis = k;
-      }
-      tf = std::min(tf, t1);
-    }
-    if (tn > tf || tn <= eps) return -1;
-    cos_inc = std::abs(ld[axis]);
-    return tn;
-  }
-  const double a = d[0] * d[0] + d[1] * d[1];
-  const double b = px * d[0] + py * d[1];
-  const double cc = px * px + py * py - o.r * o.r;
-  if (cc <= 0) return -1;  // sensor inside the footprint
-  double best = -1;
-  if (a > 1e-12) {
-    const double disc = b * b - a * cc;
-    if (disc >= 0) {
-      const double t = (-b - std::sqrt(disc)) / a;
-      const double z = org[2] + t * d[2];
-      if (t > eps && z >= o.z0 && z <= o.z1) {
-        best = t;
-        cos_inc = std::abs(((px + t * d[0]) * d[0] + (py + t * d[1]) * d[1]) / o.r);
-      }
-    }
-  }
-  if (d[2] < 0) {  // top cap
-    const double t = (o.z1 - org[2]) / d[2];
-    const double qx = px + t * d[0], qy = py + t * d[1];
-    if (t > eps && qx * qx + qy * qy <= o.r * o.r && (best < 0 || t < best)) {
-      best = t;
-      cos_inc = -d[2];
-    }
-  }
-  return best;
-}
+using namespace detail;
 
 // One record per occupied voxel, in first-hit order, found through a per-(y, x) column head
 // table: consecutive points of a scan fall into neighbouring columns, so lookups stay in cache.
@@ -438,8 +115,7 @@ class Scanner {
   // Runs passes of all sweeps until `target` voxels exist; target 0: one pass.
   ScanResult scan(const Scene& sc, const ScanParams& p, int64_t target, VoxelAccumulator& acc) const {
     ScanResult res;
-    const double spacing =
-        p.beams > 1 ? (o_.elevation_max_deg - o_.elevation_min_deg) / double(p.beams - 1) : 0.0;
+    const double spacing = p.beams > 1 ? (o_.elevation_max_deg - o_.elevation_min_deg) / double(p.beams - 1) : 0.0;
     const int max_passes = target > 0 && p.beams > 1 ? kMaxPasses : 1;
     for (int pass = 0; pass < max_passes; ++pass) {
       // Beam spacing once this pass's level of halving is complete (pass 1: 1/2, 2-3: 1/4, ...).
@@ -477,9 +153,8 @@ class Scanner {
   // coarsely than the voxel height. Near-field ground is saturated after the first passes.
   bool useful_beam(double elevation, double dtheta) const {
     const double h = o_.sensor_height;
-    const double reach = std::min<double>(
-        o_.max_range, std::max({std::abs(o_.range[0]), std::abs(o_.range[1]), std::abs(o_.range[3]),
-                                std::abs(o_.range[4])}));
+    const double reach = std::min<double>(o_.max_range, std::max({std::abs(o_.range[0]), std::abs(o_.range[1]),
+                                                                  std::abs(o_.range[3]), std::abs(o_.range[4])}));
     if (elevation < 0) {
       const double r = h / std::tan(-elevation);
       if (r < reach) return r * r / h * dtheta > std::min(o_.voxel_size[0], o_.voxel_size[1]);
@@ -490,7 +165,7 @@ class Scanner {
   int64_t sweep(const Scene& sc, const ScanParams& p, int pass, int k, const std::vector<double>& ce,
                 const std::vector<double>& se, VoxelAccumulator& acc) const {
     FastRng rng(mix64(o_.seed * 0x100000001b3ull + uint64_t(k) * 0x9e37ull + uint64_t(pass) * 0x51ed27ull +
-                  uint64_t(p.beams) * 131 + uint64_t(p.azimuth_steps)));
+                      uint64_t(p.beams) * 131 + uint64_t(p.azimuth_steps)));
     const double lag = k * double(o_.sweep_interval);
     double org[3];
     sc.to_xy(-sc.speed * lag, 0, org[0], org[1]);
@@ -531,8 +206,7 @@ class Scanner {
           hi = int(std::floor((a + amax + 1e-3) * per));
         }
         const double nd = std::max(0.0, dist - ob.bound - 0.01);
-        for (int s = lo; s <= hi; ++s)
-          bins[size_t(((s % kSectors) + kSectors) % kSectors)].emplace_back(nd, int(i));
+        for (int s = lo; s <= hi; ++s) bins[size_t(((s % kSectors) + kSectors) % kSectors)].emplace_back(nd, int(i));
       }
       for (int s = 0; s < kSectors; ++s) {
         auto& b = bins[size_t(s)];
@@ -612,8 +286,8 @@ class Scanner {
           pz += sc.bumps(px, py) + 0.01 * rng.normal() +
                 (aoff < sc.road_half ? -0.02 * aoff : 0.15 - 0.02 * sc.road_half);
           // Lane markings: dashed centre line and solid edges are bright; the rest is asphalt.
-          const bool marking = (aoff < 0.08 && std::fmod(std::abs(s) + 100, 9.0) < 3.0) ||
-                               std::abs(aoff - sc.road_half + 0.3) < 0.08;
+          const bool marking =
+              (aoff < 0.08 && std::fmod(std::abs(s) + 100, 9.0) < 3.0) || std::abs(aoff - sc.road_half + 0.3) < 0.08;
           reflect = marking ? 70 : (aoff < sc.road_half ? 10 : 20);
         }
         if (px < x0 || py < y0 || pz < z0 || px >= x1 || py >= y1 || pz >= z1) continue;
@@ -622,7 +296,9 @@ class Scanner {
         const int64_t iz = int64_t(std::floor((pz - z0) / vz));
         if (ix < 0 || iy < 0 || iz < 0 || ix >= grid_[2] || iy >= grid_[1] || iz >= grid_[0]) continue;
         const double inten = reflect * (0.3 + 0.7 * cos_inc) * (1 + 0.15 * rng.normal());
-        VoxelAccumulator::Point pt{int32_t(iz), int32_t(iy), int32_t(ix),
+        VoxelAccumulator::Point pt{int32_t(iz),
+                                   int32_t(iy),
+                                   int32_t(ix),
                                    {px, py, pz, std::min(255.0, std::max(0.0, std::round(inten))) * iscale, lag}};
         batch.push_back(pt);
       }
@@ -636,7 +312,6 @@ class Scanner {
   const FrameOptions& o_;
   std::array<int32_t, 3> grid_;
 };
-
 
 void validate(const FrameOptions& o) {
   SCN_CHECK(o.voxels >= 0, "synthetic frame: voxel count must be >= 0, got ", o.voxels);
@@ -688,14 +363,13 @@ std::array<int32_t, 3> grid_zyx(const FrameOptions& o) {
 Frame generate_frame(const FrameOptions& opts) {
   validate(opts);
   const std::array<int32_t, 3> g = grid_zyx(opts);
-  SCN_CHECK(g[0] >= 1 && g[1] >= 1 && g[2] >= 1 && int64_t(g[1]) * g[2] <= (int64_t(1) << 26),
-            "synthetic frame: grid ", g[0], "x", g[1], "x", g[2],
-            " must be positive with at most 2^26 cells per z plane");
+  SCN_CHECK(g[0] >= 1 && g[1] >= 1 && g[2] >= 1 && int64_t(g[1]) * g[2] <= (int64_t(1) << 26), "synthetic frame: grid ",
+            g[0], "x", g[1], "x", g[2], " must be positive with at most 2^26 cells per z plane");
   const Scanner scanner(opts, g);
   const int64_t target = opts.voxels;
 
-  double extent = std::max({std::abs(opts.range[0]), std::abs(opts.range[1]), std::abs(opts.range[3]),
-                            std::abs(opts.range[4])});
+  double extent =
+      std::max({std::abs(opts.range[0]), std::abs(opts.range[1]), std::abs(opts.range[3]), std::abs(opts.range[4])});
   extent = std::min<double>(extent + 30, opts.max_range);
 
   // Thin the scan when one sweep already gives far more than wanted; otherwise passes of extra
@@ -720,15 +394,14 @@ Frame generate_frame(const FrameOptions& opts) {
     ++attempts;
     const int64_t n = at.acc->size();
     if (target > 0 && n < target) break;  // the densest scan fell short, or a thinned one did
-    const bool overshoot = target > 0 && at.res.passes == 1 && at.res.sweeps == 1 &&
-                           n > target + target / 2 &&
+    const bool overshoot = target > 0 && at.res.passes == 1 && at.res.sweeps == 1 && n > target + target / 2 &&
                            (at.params.beams > 4 || at.params.azimuth_steps > 64);
     best = std::move(at);
     if (!overshoot) break;
     density *= std::max(0.02, std::min(0.9, 1.15 * double(target) / double(n)));
   }
-  SCN_CHECK(best.acc, "synthetic frame: cannot reach ", target, " voxels with this grid and range (seed ",
-            opts.seed, ")");
+  SCN_CHECK(best.acc, "synthetic frame: cannot reach ", target, " voxels with this grid and range (seed ", opts.seed,
+            ")");
 
   const VoxelAccumulator& acc = *best.acc;
   const int64_t m = acc.size();
@@ -809,8 +482,6 @@ Tensor features_tensor(const Frame& f) {
   return Tensor::from_host(f.features.data(), {f.num_voxels, f.channels}, DType::Float16);
 }
 
-Tensor indices_tensor(const Frame& f) {
-  return Tensor::from_host(f.indices.data(), {f.num_voxels, 4}, DType::Int32);
-}
+Tensor indices_tensor(const Frame& f) { return Tensor::from_host(f.indices.data(), {f.num_voxels, 4}, DType::Int32); }
 
 }  // namespace scn::synth
