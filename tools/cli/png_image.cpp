@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "scn/error.h"
+#include "scn/file_io.h"
 
 #ifdef SCN_WITH_PNG
 #include <png.h>
@@ -53,18 +54,19 @@ void on_png_warning(png_structp, png_const_charp) {}
 
 bool png_supported() { return true; }
 
+// libpng writes through this into memory; the file is then written all or nothing.
+void append_png_bytes(png_structp png, png_bytep data, png_size_t n) {
+  static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(data), n);
+}
+void flush_nothing(png_structp) {}
+
 void write_png(const std::string& path, const RgbImage& image) {
   SCN_CHECK(image.width > 0 && image.height > 0, path, ": cannot write an empty image");
-  const std::string tmp = path + ".partial";
-  File file;
-  file.f = std::fopen(tmp.c_str(), "wb");
-  SCN_CHECK(file.f, path, ": cannot open for writing");
-  std::string error;
+  std::string error, bytes;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!png || !info) {
     png_destroy_write_struct(&png, &info);
-    std::remove(tmp.c_str());
     SCN_FAIL(path, ": libpng could not start");
   }
   std::vector<png_bytep> rows(size_t(image.height));
@@ -72,25 +74,16 @@ void write_png(const std::string& path, const RgbImage& image) {
     rows[size_t(y)] = const_cast<png_bytep>(image.pixels.data() + size_t(y) * size_t(image.width) * 3);
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    std::fclose(file.f);
-    file.f = nullptr;
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": PNG write failed: ", error);
+    SCN_FAIL(path, ": PNG encoding failed: ", error);
   }
-  png_init_io(png, file.f);
+  png_set_write_fn(png, &bytes, append_png_bytes, flush_nothing);
   png_set_IHDR(png, info, png_uint_32(image.width), png_uint_32(image.height), 8, PNG_COLOR_TYPE_RGB,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   png_write_image(png, rows.data());
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  const bool ok = std::fflush(file.f) == 0 && std::ferror(file.f) == 0;
-  std::fclose(file.f);
-  file.f = nullptr;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot write the PNG file");
-  }
+  write_file_atomic(path, bytes);
 }
 
 RgbImage read_png(const std::string& path) {

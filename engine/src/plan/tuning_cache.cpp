@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "scn/file_io.h"
+
 #ifndef SCN_VERSION_STRING
 #define SCN_VERSION_STRING "unknown"
 #endif
@@ -183,22 +185,7 @@ std::optional<TuningCache> read_tuning_cache(const std::string& path) {
 }
 
 void write_tuning_cache(const std::string& path, const TuningCache& cache) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SCN_CHECK(bool(f), path, ": cannot write the tuning cache (", tmp, ": ", std::strerror(errno), ")");
-    f << serialize(cache);
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      SCN_FAIL(path, ": writing the tuning cache failed (", tmp, ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot move the tuning cache into place: ", why);
-  }
+  write_file_atomic(path, serialize(cache));
 }
 
 std::string key_difference(const TuningCache& file, const TuningCache& now) {
