@@ -5,6 +5,7 @@
 
 #include "io/pcd_reader.h"
 #include "scn/error.h"
+#include "scn/file_io.h"
 #include "scn/points.h"
 
 namespace scn {
@@ -99,21 +100,7 @@ void write_points_bin(const std::string& path, const Tensor& points) {
             path, ": points to write must be a host float [P, C] tensor, got ",
             points.defined() ? points.shape_string() : std::string("no tensor"));
   const Tensor f = points.dtype() == DType::Float32 ? points : points.to_dtype(DType::Float32);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    SCN_CHECK(out, path, ": cannot open '", tmp, "' for writing");
-    out.write(static_cast<const char*>(f.data()), std::streamsize(f.bytes()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      SCN_FAIL(path, ": writing failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    SCN_FAIL(path, ": cannot rename the temporary file into place");
-  }
+  write_file_atomic(path, std::string(static_cast<const char*>(f.data()), f.bytes()));
 }
 
 }  // namespace scn
