@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "scn/engine.h"
 #include "scn/error.h"
@@ -80,6 +83,50 @@ TEST(VoxelizeCuda, BitwiseEqualToCpuAcrossOptions) {
     gpu->run(h.to(Device::Cuda));
     expect_equal_to_cpu(*gpu, h, c);
   }
+}
+
+// Voxels of up to 700 points, their points scattered through the cloud in a shuffled order: the
+// CUDA voxelizer keeps a voxel's first 16 arrivals in fixed slots and spills the rest, and must
+// still keep the first max_points_per_voxel points in input order (every point has its own
+// intensity, so a wrong choice changes the mean), for limits below, at and above 16.
+TEST(VoxelizeCuda, CrowdedVoxelsKeepTheirFirstPointsInInputOrder) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxtest::small_config();
+  const int cells_x = 16, cells_y = 16;  // the small grid's x, y cells (4 m / 0.25 m)
+  std::vector<float> v;
+  uint64_t s = 12345;
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  for (int vox = 0; vox < 120; ++vox) {
+    const int points = 1 + int((uint64_t(vox) * 37u) % 700u);
+    const float x = -2.f + 0.25f * float(vox % cells_x) + 0.125f, y = -2.f + 0.25f * float((vox / cells_x) % cells_y);
+    for (int k = 0; k < points; ++k)
+      v.insert(v.end(), {x + 0.001f * float(k % 50), y + 0.1f, 0.25f * float(vox % 3) - 0.5f + 0.01f, 0.f});
+  }
+  const int64_t P = int64_t(v.size() / 4);
+  for (int64_t i = P - 1; i > 0; --i) {  // shuffle the rows (Fisher-Yates), then number the intensities
+    const int64_t j = int64_t(next() % uint64_t(i + 1));
+    for (int d = 0; d < 4; ++d) std::swap(v[size_t(i * 4 + d)], v[size_t(j * 4 + d)]);
+  }
+  for (int64_t i = 0; i < P; ++i) v[size_t(i * 4 + 3)] = float(i % 4099) * 0.5f + 0.125f;
+  const Tensor pts = Tensor::from_host(v.data(), {P, 4}, DType::Float32);
+  for (int limit : {1, 10, 16, 17, 64})
+    for (VoxelReduction red : {VoxelReduction::Mean, VoxelReduction::First}) {
+      SCOPED_TRACE("max_points_per_voxel " + std::to_string(limit) +
+                   (red == VoxelReduction::Mean ? " mean" : " first"));
+      c.max_points_per_voxel = limit;
+      c.reduction = red;
+      auto gpu = Voxelizer::create(c, Backend::Cuda, P);
+      gpu->run(pts);
+      expect_equal_to_cpu(*gpu, pts, c);
+      EXPECT_GT(gpu->stats().dropped_full, 0);
+      gpu->run(pts);  // the bitmaps were cleared by the first run
+      expect_equal_to_cpu(*gpu, pts, c);
+    }
 }
 
 TEST(VoxelizeCuda, EmptyOutOfRangeAndRepeatedRuns) {

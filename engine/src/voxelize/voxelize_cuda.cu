@@ -1,27 +1,32 @@
 // The CUDA voxelizer: points on the device -> voxel features / indices on the device, the voxel
-// count left in device memory. Bitwise equal to the CPU oracle (voxelize_cpu.cpp), without a sort:
+// count left in device memory. Bitwise equal to the CPU oracle (voxelize_cpu.cpp), without a sort,
+// in six kernels after one small memset:
 //   1. classify: one thread per point, cell key (voxel_rules.h, the CPU's code); kept points set
-//      their cell's bit in a bitmap of the grid's cells;
-//   2. rank: an exclusive sum (CUB) of the popcounts of groups of four bitmap words; a voxel's id is
-//      the rank of its cell's bit, so voxels come out in ascending key order as on the CPU;
-//   3. count: each kept point takes its voxel's id and its arrival order in that voxel (atomics:
-//      the order is arbitrary, and step 5 restores input order);
-//   4. an exclusive sum of the voxels' point counts (CUB); scatter: each point's position into its
-//      voxel's segment, and (its first thread) the voxel count, clamped to max_voxels, and the
-//      overflow flag;
-//   5. features: a thread per voxel of at most 16 points sorts their positions in registers; a
-//      warp per larger voxel (listed, then a second kernel) picks its segment's
-//      max_points_per_voxel smallest positions; either way the first points in input order,
-//      summed per column in that order with round-to-nearest adds and one divide, as the CPU does.
+//      their cell's bit in a bitmap of the grid's cells, and the point that makes a bitmap word
+//      non-zero sets that word's bit in a second-level bitmap (one bit per 64 cells);
+//   2. rank: through the second-level bitmap, only the non-zero bitmap words are read; each gets
+//      its rank base (the set bits before it in its block of 2048 words); the last block to
+//      finish scans the block totals. A voxel's id is the rank of its cell's bit, so voxels come
+//      out in ascending key order as on the CPU; that block also writes the voxel count (clamped to
+//      max_voxels, so nothing writes past the buffers) and the overflow flag;
+//   3. count: each kept point takes its voxel id and its arrival order in that voxel (an atomic:
+//      the order is arbitrary, step 5 restores input order); the first kSlots arrivals write their
+//      position into the voxel's fixed slots, later ones ("spilled") keep (voxel, order);
+//   4. features: a thread per voxel of at most kSlots points sorts its slots in registers; larger
+//      voxels are listed, and each gets a region for its spilled positions;
+//   5. spill: each spilled point writes its position into its voxel's region;
+//   6. big voxels: a warp per listed voxel picks its max_points_per_voxel smallest positions among
+//      slots and region. Either way the first points in input order, summed per column in that order
+//      with round-to-nearest adds and one divide, as the CPU does. The same kernel then clears the
+//      bitmap words the second-level bitmap lists, so the next run starts from a clean bitmap
+//      without a memset of the whole grid.
 // Design and measurements: docs/voxelize.md, docs/benchmarks.md.
 // run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
-#include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -35,9 +40,22 @@ namespace scn::vox {
 namespace {
 
 constexpr int kThreads = 256;
-/// The most points a CUDA voxel keeps (max_points_per_voxel): the features kernel lists them in
+constexpr int kWarpsPerBlock = kThreads / 32;
+/// The most points a CUDA voxel keeps (max_points_per_voxel): the big-voxel kernel lists them in
 /// shared memory.
 constexpr int kMaxKept = 64;
+/// Positions a voxel holds in its fixed slots. A voxel of at most this many points (most of them)
+/// is done by one thread, its positions sorted in registers; larger ones by a warp.
+constexpr int kSlots = 16;
+/// Bitmap words per second-level word; a rank_kernel thread takes 8 of them (a byte of a
+/// second-level word), so a block covers kThreads * 8 words.
+constexpr int kWordsPerCoarse = 64;
+constexpr int kWordsPerRankThread = 8;
+constexpr int kRankBlockShift = 11;
+static_assert(kThreads * kWordsPerRankThread == 1 << kRankBlockShift, "rank block = 2^kRankBlockShift words");
+constexpr int kCoarsePerRankBlock = (kThreads * kWordsPerRankThread) / kWordsPerCoarse;
+/// Block totals a thread of the last rank block scans at once.
+constexpr int kTotalsPerThread = 4;
 
 struct DeviceStats {
   unsigned long long out_of_range, non_finite, full;
@@ -45,49 +63,41 @@ struct DeviceStats {
   int32_t overflow;      ///< 1 when voxels_found > max_voxels
 };
 
+/// Counters reset by the run's one memset (with DeviceStats).
+struct DeviceCounters {
+  int32_t count;         ///< voxels to write: voxels_found clamped to max_voxels
+  int32_t big_count;     ///< voxels listed for the big-voxel kernel
+  int32_t spill_total;   ///< spill positions handed out
+  uint32_t rank_blocks;  ///< rank blocks finished (the last one scans the block totals)
+};
+
 __device__ __forceinline__ float load(const float* p) { return *p; }
 __device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 
-/// Bitmap words per rank entry: the rank scan covers a quarter of the words, and a lookup adds the
-/// popcounts of at most three neighbouring words (one 32-byte sector).
-constexpr int kRankGroup = 4;
-
-/// Set bits in the kRankGroup words of group g (the rank scan's input).
-struct GroupPopcount {
-  const unsigned long long* bits;
-  __host__ __device__ int32_t operator()(int32_t g) const {
-#ifdef __CUDA_ARCH__
-    const unsigned long long* w = bits + int64_t(g) * kRankGroup;
-    return __popcll(w[0]) + __popcll(w[1]) + __popcll(w[2]) + __popcll(w[3]);
-#else
-    return g * 0;  // never called on the host
-#endif
-  }
-};
-
-/// The rank of a set cell bit among all set bits: its voxel id.
-__device__ __forceinline__ int32_t cell_rank(const unsigned long long* __restrict__ bits,
-                                             const int32_t* __restrict__ group_rank, uint32_t key) {
-  const uint32_t w = key >> 6;
-  int32_t r = group_rank[w / kRankGroup];
-  for (uint32_t j = w & ~uint32_t(kRankGroup - 1); j < w; ++j) r += __popcll(bits[j]);
-  return r + __popcll(bits[w] & ((1ull << (key & 63)) - 1ull));
-}
-
+/// Classifies every point (keys, drop counts) and marks its cell in the bitmap and, on the word's
+/// first bit, the word in the second-level bitmap. Also zeroes the per-voxel counts (this kernel
+/// runs before anything reads or adds to them).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     classify_kernel(const T* __restrict__ pts, int64_t P, int C, Geometry g, uint32_t* __restrict__ keys,
-                    unsigned long long* __restrict__ bits, DeviceStats* st) {
+                    unsigned long long* __restrict__ bits, unsigned long long* __restrict__ coarse,
+                    int32_t* __restrict__ counts, int64_t V, DeviceStats* st) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < V) counts[i] = 0;
   int cls = -1;
   if (i < P) {
     const T* row = pts + i * C;
     uint32_t key;
     cls = classify_point(g, load(row), load(row + 1), load(row + 2), &key);
     keys[i] = key;
-    if (cls == kKept) atomicOr(bits + (key >> 6), 1ull << (key & 63));
+    if (cls == kKept) {
+      // Only the point that makes a bitmap word non-zero marks the word in the second-level bitmap:
+      // marking it from every point (after a check of the word, or not) is slower (docs/voxelize.md).
+      const uint32_t w = key >> 6;
+      if (atomicOr(bits + w, 1ull << (key & 63)) == 0ull) atomicOr(coarse + (w >> 6), 1ull << (w & 63));
+    }
   }
   const int non_finite = __syncthreads_count(cls == kNonFinite);
   const int out = __syncthreads_count(cls == kOutOfRange);
@@ -97,68 +107,122 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// Voxel id (the rank of the cell's bit) and arrival order of every kept point; counts per voxel.
+/// A block ranks 2^kRankBlockShift bitmap words, a thread the 8 under one byte of a second-level
+/// word, reading only the non-zero ones: word_rank[w] = set bits in the block's words before w;
+/// block_total[b] = the block's set bits. The last block to finish turns the totals into block
+/// prefixes and writes the voxel count and the overflow flag.
+__global__ void __launch_bounds__(kThreads)
+    rank_kernel(const unsigned long long* __restrict__ bits, const unsigned long long* __restrict__ coarse,
+                int64_t coarse_words, int32_t* __restrict__ word_rank, int32_t* __restrict__ block_total,
+                int32_t* __restrict__ block_prefix, int32_t max_voxels, DeviceStats* st, DeviceCounters* ctr) {
+  using Scan = cub::BlockScan<int32_t, kThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ bool last;
+  const int64_t c = int64_t(blockIdx.x) * kCoarsePerRankBlock + threadIdx.x / (kWordsPerCoarse / kWordsPerRankThread);
+  const int shift = (threadIdx.x % (kWordsPerCoarse / kWordsPerRankThread)) * kWordsPerRankThread;
+  const unsigned mask = c < coarse_words ? unsigned(coarse[c] >> shift) & 0xffu : 0u;
+  const int64_t w0 = c * kWordsPerCoarse + shift;
+  int32_t p[kWordsPerRankThread];
+#pragma unroll
+  for (int k = 0; k < kWordsPerRankThread; ++k) p[k] = (mask >> k) & 1u ? __popcll(bits[w0 + k]) : 0;
+  int32_t sum = 0;
+#pragma unroll
+  for (int k = 0; k < kWordsPerRankThread; ++k) sum += p[k];
+  int32_t before = 0, total = 0;
+  Scan(scan).ExclusiveSum(sum, before, total);
+#pragma unroll
+  for (int k = 0; k < kWordsPerRankThread; ++k) {
+    if ((mask >> k) & 1u) word_rank[w0 + k] = before;
+    before += p[k];
+  }
+  if (threadIdx.x == 0) {
+    block_total[blockIdx.x] = total;
+    __threadfence();  // the total is visible before this block counts as finished
+    last = atomicAdd(&ctr->rank_blocks, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  // The last block: exclusive prefixes of the block totals, kTotalsPerThread per thread per round.
+  __threadfence();
+  int32_t carry = 0;
+  for (int64_t b0 = 0; b0 < gridDim.x; b0 += int64_t(kThreads) * kTotalsPerThread) {
+    const int64_t b = b0 + int64_t(threadIdx.x) * kTotalsPerThread;
+    int32_t t[kTotalsPerThread], run = 0;
+#pragma unroll
+    for (int k = 0; k < kTotalsPerThread; ++k) {
+      t[k] = b + k < gridDim.x ? __ldcg(block_total + b + k) : 0;
+      run += t[k];
+    }
+    int32_t base = 0, round = 0;
+    __syncthreads();  // `scan` is reused
+    Scan(scan).ExclusiveSum(run, base, round);
+    base += carry;
+#pragma unroll
+    for (int k = 0; k < kTotalsPerThread; ++k) {
+      if (b + k < gridDim.x) block_prefix[b + k] = base;
+      base += t[k];
+    }
+    carry += round;
+  }
+  if (threadIdx.x == 0) {
+    st->voxels_found = carry;
+    st->overflow = carry > max_voxels ? 1 : 0;
+    ctr->count = carry > max_voxels ? max_voxels : carry;
+  }
+}
+
+/// Voxel id (the rank of the cell's bit) and arrival order of every kept point; the first kSlots
+/// arrivals of a voxel take its slots, later ones are spilled (spill_voxel, spill_order).
 __global__ void __launch_bounds__(kThreads)
     count_kernel(const uint32_t* __restrict__ keys, int64_t P, uint32_t dropped_key,
-                 const unsigned long long* __restrict__ bits, const int32_t* __restrict__ word_rank, int32_t max_voxels,
-                 int32_t* __restrict__ vid, int32_t* __restrict__ order, int32_t* __restrict__ counts) {
+                 const unsigned long long* __restrict__ bits, const int32_t* __restrict__ word_rank,
+                 const int32_t* __restrict__ block_prefix, int32_t max_voxels, int32_t* __restrict__ counts,
+                 uint32_t* __restrict__ slots, int32_t* __restrict__ spill_voxel, int32_t* __restrict__ spill_order) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= P) return;
   const uint32_t key = keys[i];
-  int32_t v = -1;
+  int32_t spilled = -1;
   if (key != dropped_key) {
-    v = cell_rank(bits, word_rank, key);
-    if (v < max_voxels)
-      order[i] = atomicAdd(counts + v, 1);
-    else
-      v = -1;  // beyond the capacity: an overflow (finalize), never written
+    const uint32_t w = key >> 6;
+    const int32_t v =
+        block_prefix[w >> kRankBlockShift] + word_rank[w] + __popcll(bits[w] & ((1ull << (key & 63)) - 1ull));
+    if (v < max_voxels) {  // beyond the capacity: an overflow (rank_kernel's flag), never written
+      const int32_t o = atomicAdd(counts + v, 1);
+      if (o < kSlots) {
+        slots[int64_t(v) * kSlots + o] = uint32_t(i);
+      } else {
+        spilled = v;
+        spill_order[i] = o - kSlots;
+      }
+    }
   }
-  vid[i] = v;
+  spill_voxel[i] = spilled;
 }
 
-/// The voxel count (clamped to max_voxels, so nothing writes past the buffers) and the overflow flag.
-__device__ __forceinline__ void finalize(const unsigned long long* bits, const int32_t* group_rank, int64_t groups,
-                                         int32_t max_voxels, DeviceStats* st, int32_t* count) {
-  const int32_t n = groups ? group_rank[groups - 1] + GroupPopcount{bits}(int32_t(groups - 1)) : 0;
-  st->voxels_found = n;
-  st->overflow = n > max_voxels ? 1 : 0;
-  *count = n > max_voxels ? max_voxels : n;
-}
-
-__global__ void finalize_kernel(const unsigned long long* bits, const int32_t* group_rank, int64_t groups,
-                                int32_t max_voxels, DeviceStats* st, int32_t* count) {
-  finalize(bits, group_rank, groups, max_voxels, st, count);
-}
-
-/// Each point's position into its voxel's segment; the first thread also finalizes the count.
+/// Each spilled point's position into its voxel's spill region (allocated by features_kernel).
 __global__ void __launch_bounds__(kThreads)
-    scatter_kernel(int64_t P, const int32_t* __restrict__ vid, const int32_t* __restrict__ order,
-                   const int32_t* __restrict__ offsets, uint32_t* __restrict__ slots, const unsigned long long* bits,
-                   const int32_t* group_rank, int64_t groups, int32_t max_voxels, DeviceStats* st, int32_t* count) {
+    spill_kernel(int64_t P, const int32_t* __restrict__ spill_voxel, const int32_t* __restrict__ spill_order,
+                 const int32_t* __restrict__ spill_base, uint32_t* __restrict__ spill) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (i == 0) finalize(bits, group_rank, groups, max_voxels, st, count);
   if (i >= P) return;
-  const int32_t v = vid[i];
-  if (v >= 0) slots[offsets[v] + order[i]] = uint32_t(i);
+  const int32_t v = spill_voxel[i];
+  if (v >= 0) spill[spill_base[v] + spill_order[i]] = uint32_t(i);
 }
 
 struct FeatureArgs {
-  const uint32_t* keys;    // per point
-  const int32_t* counts;   // points per voxel
-  const int32_t* offsets;  // first slot per voxel
-  const uint32_t* slots;   // point positions grouped by voxel (any order inside a voxel)
-  const int32_t* count;    // voxels to write
-  const int* columns;      // feature columns
+  const uint32_t* keys;       // per point
+  const int32_t* counts;      // points per voxel
+  const uint32_t* slots;      // kSlots positions per voxel (its first arrivals, any order)
+  const int32_t* spill_base;  // per listed voxel of more than kSlots points: its region in `spill`
+  const uint32_t* spill;      // the other positions of those voxels (any order)
+  const int32_t* count;       // voxels to write
+  const int* columns;         // feature columns
   int F, C, max_points, mean, batch;
 };
 
-constexpr int kWarpsPerBlock = kThreads / 32;
 /// Point values a warp loads at once for its voxel's features (kept points x feature columns); wider
 /// voxels load column by column.
 constexpr int kStagedValues = 256;
-/// Voxels of at most this many points (most of them) are done by one thread, their positions
-/// sorted in registers; larger ones by the whole warp.
-constexpr int kSmallVoxel = 16;
 /// Feature columns a thread sums at once (more columns: the warp path).
 constexpr int kThreadColumns = 8;
 
@@ -167,7 +231,7 @@ constexpr int kThreadColumns = 8;
 template <typename T, typename O>
 __device__ __forceinline__ void write_voxel_thread(const T* __restrict__ pts, const Geometry& g, const FeatureArgs& a,
                                                    O* __restrict__ feat, int4* __restrict__ idx, int64_t v,
-                                                   const uint32_t (&first)[kSmallVoxel], int32_t kept) {
+                                                   const uint32_t (&first)[kSlots], int32_t kept) {
   int32_t row[4];
   key_to_index(g, a.keys[first[0]], a.batch, row);
   idx[v] = make_int4(row[0], row[1], row[2], row[3]);
@@ -177,7 +241,7 @@ __device__ __forceinline__ void write_voxel_thread(const T* __restrict__ pts, co
   for (int j = 0; j < kThreadColumns; ++j) cols[j] = j < a.F ? a.columns[j] : 0;
   float sum[kThreadColumns];
 #pragma unroll
-  for (int k = 0; k < kSmallVoxel; ++k)
+  for (int k = 0; k < kSlots; ++k)
     if (k < used) {
       const T* p = pts + int64_t(first[k]) * a.C;
 #pragma unroll
@@ -192,22 +256,41 @@ __device__ __forceinline__ void write_voxel_thread(const T* __restrict__ pts, co
     if (j < a.F) store(feat + v * a.F + j, a.mean ? __fdiv_rn(sum[j], float(kept)) : sum[j]);
 }
 
-/// A voxel of any size done by the whole warp: its kept points are the `kept` smallest positions of
-/// its segment, found in ascending order one per round (each lane takes the smallest position above
-/// the last one among its share of the segment, then the warp's minimum); the warp loads their
-/// values together and lanes sum one column each. Returns the points beyond the limit.
+/// Positions a lane of the big-voxel warp keeps in registers while it picks the kept points.
+constexpr int kCachedPerLane = 4;
+
+/// Position k of voxel v's points: its slots, then its spill region.
+__device__ __forceinline__ uint32_t position(const FeatureArgs& a, int64_t v, int32_t k, int32_t base) {
+  return k < kSlots ? a.slots[v * kSlots + k] : a.spill[base + (k - kSlots)];
+}
+
+/// A voxel of any size done by the whole warp: its kept points are the `kept` smallest positions
+/// among its slots and spill region, found in ascending order one per round (each lane takes the
+/// smallest position above the last one among its share, then the warp's minimum); the warp loads
+/// their values together and lanes sum one column each.
 template <typename T, typename O>
 __device__ void write_voxel_warp(const T* __restrict__ pts, const Geometry& g, const FeatureArgs& a,
                                  O* __restrict__ feat, int4* __restrict__ idx, int64_t v, uint32_t* chosen,
                                  float* staged) {
   const int lane = threadIdx.x & 31;
-  const int32_t total = a.counts[v], start = a.offsets[v];
+  const int32_t total = a.counts[v];
+  const int32_t base = total > kSlots ? a.spill_base[v] : 0;
   const int32_t kept = total < a.max_points ? total : a.max_points;
+  // the first kCachedPerLane * 32 positions stay in registers across the rounds
+  uint32_t cached[kCachedPerLane];
+#pragma unroll
+  for (int j = 0; j < kCachedPerLane; ++j) {
+    const int32_t k = lane + 32 * j;
+    cached[j] = k < total ? position(a, v, k, base) : 0xffffffffu;
+  }
   int64_t last = -1;
   for (int32_t r = 0; r < kept; ++r) {
     uint32_t best = 0xffffffffu;
-    for (int32_t k = lane; k < total; k += 32) {
-      const uint32_t p = a.slots[start + k];
+#pragma unroll
+    for (int j = 0; j < kCachedPerLane; ++j)
+      if (int64_t(cached[j]) > last && cached[j] < best) best = cached[j];
+    for (int32_t k = lane + 32 * kCachedPerLane; k < total; k += 32) {
+      const uint32_t p = position(a, v, k, base);
       if (int64_t(p) > last && p < best) best = p;
     }
     best = __reduce_min_sync(0xffffffffu, best);
@@ -242,14 +325,16 @@ __device__ void write_voxel_warp(const T* __restrict__ pts, const Geometry& g, c
   __syncwarp();  // `chosen` and `staged` are reused by the warp's next voxel
 }
 
-/// One thread per voxel for the small voxels (their <= kSmallVoxel positions sorted in registers by
-/// a bitonic network: the first `kept` are the first points in input order). Larger voxels (and
+/// One thread per voxel for the small voxels (their <= kSlots positions sorted in registers by a
+/// bitonic network: the first `kept` are the first points in input order). Larger voxels (and
 /// feature sets wider than kThreadColumns) go to a list that big_voxels_kernel spreads over warps:
 /// they cluster in key order (dense ground near the sensor), so one warp must not meet them in a row.
+/// A listed voxel of more than kSlots points also gets its spill region here.
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     features_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat, int4* __restrict__ idx,
-                    int32_t* __restrict__ big_list, int32_t* big_count, DeviceStats* st) {
+                    int32_t* __restrict__ big_list, int32_t* __restrict__ spill_base, DeviceCounters* ctr,
+                    DeviceStats* st) {
   const int lane = threadIdx.x & 31;
   const int32_t n = *a.count;
   unsigned excess = 0;
@@ -257,21 +342,33 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t v0 = int64_t(blockIdx.x) * kThreads + (threadIdx.x & ~31); v0 < n; v0 += stride) {  // warp-uniform
     const int64_t v = v0 + lane;
     bool big = false;
+    int32_t spilled = 0;
     if (v < n) {
-      const int32_t total = a.counts[v], start = a.offsets[v];
+      const int32_t total = a.counts[v];
       const int32_t kept = total < a.max_points ? total : a.max_points;
       excess += unsigned(total - kept);
-      big = total > kSmallVoxel || a.F > kThreadColumns;
+      big = total > kSlots || a.F > kThreadColumns;
+      if (total > kSlots) spilled = total - kSlots;
       if (!big) {
-        uint32_t first[kSmallVoxel];
+        uint32_t first[kSlots];
+        const uint4* s4 = reinterpret_cast<const uint4*>(a.slots + v * kSlots);
 #pragma unroll
-        for (int k = 0; k < kSmallVoxel; ++k) first[k] = k < total ? a.slots[start + k] : 0xffffffffu;
+        for (int q = 0; q < kSlots / 4; ++q) {
+          const uint4 x = s4[q];
+          first[4 * q] = x.x;
+          first[4 * q + 1] = x.y;
+          first[4 * q + 2] = x.z;
+          first[4 * q + 3] = x.w;
+        }
 #pragma unroll
-        for (int size = 2; size <= kSmallVoxel; size <<= 1)
+        for (int k = 0; k < kSlots; ++k)
+          if (k >= total) first[k] = 0xffffffffu;
+#pragma unroll
+        for (int size = 2; size <= kSlots; size <<= 1)
 #pragma unroll
           for (int j = size >> 1; j > 0; j >>= 1)
 #pragma unroll
-            for (int i = 0; i < kSmallVoxel; ++i) {
+            for (int i = 0; i < kSlots; ++i) {
               const int l = i ^ j;
               if (l > i) {
                 const uint32_t x = first[i], y = first[l];
@@ -284,29 +381,53 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     const unsigned bigs = __ballot_sync(0xffffffffu, big);
-    if (bigs) {  // one atomic per warp for its large voxels' places in the list
+    if (bigs) {  // one atomic per warp for its large voxels' list places, one for their spill regions
       const int leader = __ffs(bigs) - 1;
-      int32_t base = 0;
-      if (lane == leader) base = atomicAdd(big_count, __popc(bigs));
-      base = __shfl_sync(0xffffffffu, base, leader);
-      if (big) big_list[base + __popc(bigs & ((1u << lane) - 1u))] = int32_t(v);
+      int32_t spill_before = spilled;  // inclusive prefix over the lanes, made exclusive below
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int32_t y = __shfl_up_sync(0xffffffffu, spill_before, d);
+        if (lane >= d) spill_before += y;
+      }
+      const int32_t spill_sum = __shfl_sync(0xffffffffu, spill_before, 31);
+      spill_before -= spilled;
+      int32_t list_base = 0, region_base = 0;
+      if (lane == leader) {
+        list_base = atomicAdd(&ctr->big_count, __popc(bigs));
+        if (spill_sum) region_base = atomicAdd(&ctr->spill_total, spill_sum);
+      }
+      list_base = __shfl_sync(0xffffffffu, list_base, leader);
+      region_base = __shfl_sync(0xffffffffu, region_base, leader);
+      if (big) big_list[list_base + __popc(bigs & ((1u << lane) - 1u))] = int32_t(v);
+      if (spilled) spill_base[v] = region_base + spill_before;
     }
   }
   const unsigned warp_excess = __reduce_add_sync(0xffffffffu, excess);
   if (lane == 0 && warp_excess) atomicAdd(&st->full, (unsigned long long)warp_excess);
 }
 
-/// The listed large voxels, one warp each (write_voxel_warp).
+/// The listed large voxels, one warp each (write_voxel_warp); then the run's bitmap words and
+/// second-level words are cleared (nothing reads the bitmap after count_kernel), so the next run
+/// starts from zeros.
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
     big_voxels_kernel(const T* __restrict__ pts, Geometry g, FeatureArgs a, O* __restrict__ feat,
-                      int4* __restrict__ idx, const int32_t* __restrict__ big_list, const int32_t* big_count) {
+                      int4* __restrict__ idx, const int32_t* __restrict__ big_list, const DeviceCounters* ctr,
+                      unsigned long long* __restrict__ bits, unsigned long long* __restrict__ coarse,
+                      int64_t coarse_words) {
   __shared__ uint32_t chosen[kWarpsPerBlock][kMaxKept];
   __shared__ float staged[kWarpsPerBlock][kStagedValues];
   const int w = threadIdx.x >> 5;
-  const int32_t nb = *big_count;
+  const int32_t nb = ctr->big_count;
   for (int32_t i = blockIdx.x * kWarpsPerBlock + w; i < nb; i += gridDim.x * kWarpsPerBlock)
     write_voxel_warp(pts, g, a, feat, idx, big_list[i], chosen[w], staged[w]);
+  // a thread per second-level word: one load each, then stores only
+  for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < coarse_words; c += int64_t(gridDim.x) * kThreads) {
+    unsigned long long cw = coarse[c];
+    if (!cw) continue;
+    coarse[c] = 0ull;
+    for (; cw; cw &= cw - 1ull) bits[c * kWordsPerCoarse + (__ffsll(static_cast<long long>(cw)) - 1)] = 0ull;
+  }
 }
 
 using DeviceBuffer = cuda::DevMem;  // owned device memory (backends/cuda/cuda_mem.h)
@@ -322,22 +443,31 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     const size_t P = size_t(max_points);
     F_ = int(c.feature_columns.size());
-    groups_ = ((int64_t(g_.cells) + 63) / 64 + kRankGroup - 1) / kRankGroup;
-    bits_.alloc(size_t(groups_) * kRankGroup * 8);
-    word_rank_.alloc(size_t(groups_) * 4);
-    for (DeviceBuffer* b : {&keys_, &vid_, &order_, &slots_}) b->alloc(P * 4);
+    const int64_t words = (int64_t(g_.cells) + 63) / 64;
+    coarse_words_ = (words + kWordsPerCoarse - 1) / kWordsPerCoarse;
+    rank_blocks_ = (coarse_words_ + kCoarsePerRankBlock - 1) / kCoarsePerRankBlock;
+    const size_t padded_words = size_t(coarse_words_) * kWordsPerCoarse;
+    bits_.alloc(padded_words * 8);
+    coarse_.alloc(size_t(coarse_words_) * 8);
+    word_rank_.alloc(padded_words * 4);
+    block_total_.alloc(size_t(rank_blocks_) * 4);
+    block_prefix_.alloc(size_t(rank_blocks_) * 4);
+    for (DeviceBuffer* b : {&keys_, &spill_voxel_, &spill_order_, &spill_}) b->alloc(P * 4);
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
     counts_.alloc((V + 1) * 4);
-    offsets_.alloc((V + 1) * 4);
+    slots_.alloc((V + 1) * kSlots * 4);
+    spill_base_.alloc((V + 1) * 4);
     big_list_.alloc((V + 1) * 4);
     staging_.alloc(P * size_t(c.point_columns) * 4);
-    small_.alloc(256);
+    small_.alloc(kSmallBytes);
     columns_.alloc(size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
     features_.alloc(size_t(c.max_voxels) * size_t(F_) * dtype_size(c.feature_dtype));
     indices_.alloc(size_t(c.max_voxels) * 16);
-    temp_.alloc(temp_bytes(max_points));
+    // The bitmaps start clear once; every run clears what it set (big_voxels_kernel).
+    SCN_CUDA_CHECK(cudaMemset(bits_.get(), 0, bits_.bytes()));
+    SCN_CUDA_CHECK(cudaMemset(coarse_.get(), 0, coarse_.bytes()));
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
   }
 
@@ -356,45 +486,35 @@ class CudaVoxelizer final : public Voxelizer {
       pts = staging_.get();
     }
     SCN_CUDA_CHECK(cudaMemsetAsync(small_.get(), 0, small_.bytes(), s));
-    SCN_CUDA_CHECK(cudaMemsetAsync(bits_.get(), 0, bits_.bytes(), s));
     const int64_t V = std::min<int64_t>(P, config_.max_voxels);  // voxels that can be written
     const int blocks = int(std::max<int64_t>(1, (P + kThreads - 1) / kThreads));
     if (P > 0) {
-      SCN_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, size_t(V + 1) * 4, s));
       if (points.dtype() == DType::Float32)
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), P, config_.point_columns, g_,
-                                                    keys_.get<uint32_t>(), bits(), stats_ptr());
+                                                    keys_.get<uint32_t>(), bits(), coarse(), counts_.get<int32_t>(), V,
+                                                    stats_ptr());
       else
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), P, config_.point_columns, g_,
-                                                    keys_.get<uint32_t>(), bits(), stats_ptr());
+                                                    keys_.get<uint32_t>(), bits(), coarse(), counts_.get<int32_t>(), V,
+                                                    stats_ptr());
       SCN_CUDA_LAUNCHED();
     }
-    size_t temp = temp_.bytes();
-    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, group_popcounts(), word_rank_.get<int32_t>(),
-                                                 int(groups_), s));
+    rank_kernel<<<int(rank_blocks_), kThreads, 0, s>>>(bits(), coarse(), coarse_words_, word_rank_.get<int32_t>(),
+                                                       block_total_.get<int32_t>(), block_prefix_.get<int32_t>(),
+                                                       int32_t(config_.max_voxels), stats_ptr(), counters());
+    SCN_CUDA_LAUNCHED();
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(keys_.get<uint32_t>(), P, g_.cells, bits(), word_rank_.get<int32_t>(),
-                                               int32_t(config_.max_voxels), vid_.get<int32_t>(), order_.get<int32_t>(),
-                                               counts_.get<int32_t>());
+                                               block_prefix_.get<int32_t>(), int32_t(config_.max_voxels),
+                                               counts_.get<int32_t>(), slots_.get<uint32_t>(),
+                                               spill_voxel_.get<int32_t>(), spill_order_.get<int32_t>());
       SCN_CUDA_LAUNCHED();
-      temp = temp_.bytes();
-      SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.get(), temp, counts_.get<int32_t>(), offsets_.get<int32_t>(),
-                                                   int(V + 1), s));
-      scatter_kernel<<<blocks, kThreads, 0, s>>>(P, vid_.get<int32_t>(), order_.get<int32_t>(), offsets_.get<int32_t>(),
-                                                 slots_.get<uint32_t>(), bits(), word_rank_.get<int32_t>(), groups_,
-                                                 int32_t(config_.max_voxels), stats_ptr(), count_ptr());
-      SCN_CUDA_LAUNCHED();
-    } else {
-      finalize_kernel<<<1, 1, 0, s>>>(bits(), word_rank_.get<int32_t>(), groups_, int32_t(config_.max_voxels),
-                                      stats_ptr(), count_ptr());
-      SCN_CUDA_LAUNCHED();
-    }
-    if (V > 0) {
       FeatureArgs a{keys_.get<uint32_t>(),
                     counts_.get<int32_t>(),
-                    offsets_.get<int32_t>(),
                     slots_.get<uint32_t>(),
-                    count_ptr(),
+                    spill_base_.get<int32_t>(),
+                    spill_.get<uint32_t>(),
+                    &counters()->count,
                     columns_.get<int>(),
                     F_,
                     config_.point_columns,
@@ -402,7 +522,7 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
-      launch_features(pts, points.dtype(), a, fblocks, s);
+      launch_features(pts, points.dtype(), a, P, blocks, fblocks, s);
     }
     stream_ = s;
     points_ = P;
@@ -472,44 +592,40 @@ class CudaVoxelizer final : public Voxelizer {
   }
 
  private:
+  /// small_: DeviceStats, then DeviceCounters (one memset per run clears both).
+  static constexpr size_t kCountersOffset = 64;
+  static constexpr size_t kSmallBytes = 128;
   DeviceStats* stats_ptr() const { return small_.get<DeviceStats>(); }
+  DeviceCounters* counters() const { return reinterpret_cast<DeviceCounters*>(small_.get<char>() + kCountersOffset); }
+  int32_t* count_ptr() const { return &counters()->count; }
   unsigned long long* bits() const { return bits_.get<unsigned long long>(); }
-  thrust::transform_iterator<GroupPopcount, thrust::counting_iterator<int32_t>> group_popcounts() const {
-    return thrust::make_transform_iterator(thrust::counting_iterator<int32_t>(0), GroupPopcount{bits()});
-  }
-  int32_t* count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 128); }
-  int32_t* big_count_ptr() const { return reinterpret_cast<int32_t*>(small_.get<char>() + 192); }
+  unsigned long long* coarse() const { return coarse_.get<unsigned long long>(); }
 
-  size_t temp_bytes(int64_t P) const {
-    size_t rank = 0, scan = 0;
-    const int64_t V = std::min<int64_t>(P, config_.max_voxels);
-    SCN_CUDA_CHECK(
-        cub::DeviceScan::ExclusiveSum(nullptr, rank, group_popcounts(), static_cast<int32_t*>(nullptr), int(groups_)));
-    SCN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<int32_t*>(nullptr),
-                                                 static_cast<int32_t*>(nullptr), int(V + 1)));
-    return std::max({rank, scan, size_t(16)});
-  }
-
-  void launch_features(const void* pts, DType in, const FeatureArgs& a, int blocks, cudaStream_t s) {
+  void launch_features(const void* pts, DType in, const FeatureArgs& a, int64_t P, int point_blocks, int blocks,
+                       cudaStream_t s) {
     const bool half_out = config_.feature_dtype == DType::Float16;
     if (in == DType::Float32 && half_out)
-      launch_features_as(static_cast<const float*>(pts), features_.get<__half>(), a, blocks, s);
+      launch_features_as(static_cast<const float*>(pts), features_.get<__half>(), a, P, point_blocks, blocks, s);
     else if (in == DType::Float32)
-      launch_features_as(static_cast<const float*>(pts), features_.get<float>(), a, blocks, s);
+      launch_features_as(static_cast<const float*>(pts), features_.get<float>(), a, P, point_blocks, blocks, s);
     else if (half_out)
-      launch_features_as(static_cast<const __half*>(pts), features_.get<__half>(), a, blocks, s);
+      launch_features_as(static_cast<const __half*>(pts), features_.get<__half>(), a, P, point_blocks, blocks, s);
     else
-      launch_features_as(static_cast<const __half*>(pts), features_.get<float>(), a, blocks, s);
+      launch_features_as(static_cast<const __half*>(pts), features_.get<float>(), a, P, point_blocks, blocks, s);
   }
 
   template <typename T, typename O>
-  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int blocks, cudaStream_t s) {
+  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int64_t P, int point_blocks, int blocks,
+                          cudaStream_t s) {
     int4* idx = indices_.get<int4>();
-    features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(), big_count_ptr(),
-                                                stats_ptr());
+    features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(),
+                                                spill_base_.get<int32_t>(), counters(), stats_ptr());
     SCN_CUDA_LAUNCHED();
-    big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(),
-                                                         big_count_ptr());
+    spill_kernel<<<point_blocks, kThreads, 0, s>>>(P, spill_voxel_.get<int32_t>(), spill_order_.get<int32_t>(),
+                                                   spill_base_.get<int32_t>(), spill_.get<uint32_t>());
+    SCN_CUDA_LAUNCHED();
+    big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(), counters(),
+                                                         bits(), coarse(), coarse_words_);
     SCN_CUDA_LAUNCHED();
   }
 
@@ -530,15 +646,19 @@ class CudaVoxelizer final : public Voxelizer {
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
-  int64_t groups_ = 0;  ///< rank entries: bitmap words (grid cells / 64) / kRankGroup, rounded up
-  DeviceBuffer bits_, word_rank_, keys_, vid_, order_, slots_, counts_, offsets_, big_list_;
-  DeviceBuffer staging_, small_, columns_, features_, indices_, temp_;
+  int64_t coarse_words_ = 0;  ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
+  int64_t rank_blocks_ = 0;   ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
+  DeviceBuffer bits_, coarse_, word_rank_, block_total_, block_prefix_;  // cell bitmaps and ranks
+  DeviceBuffer keys_, spill_voxel_, spill_order_, spill_;                // per point
+  DeviceBuffer counts_, slots_, spill_base_, big_list_;                  // per voxel
+  DeviceBuffer staging_, small_, columns_, features_, indices_;
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;
   bool ran_ = false;
 };
 
 static_assert(sizeof(DeviceStats) <= 64, "DeviceStats fits its slot in small_");
+static_assert(sizeof(DeviceCounters) <= 64, "DeviceCounters fits its slot in small_");
 
 }  // namespace
 
