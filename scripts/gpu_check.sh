@@ -11,7 +11,8 @@
 #   SCN_SKIP_TESTS=1    skip the tests      SCN_SKIP_BENCH=1  skip the benchmark
 #   SCN_SKIP_INT8=1     skip the CenterPoint INT8 check (tests/int8/int8_centerpoint_cuda.sh; SCN_INT8_RUNS)
 #   SCN_SKIP_ZOO=1      skip the zoo models
-#   SCN_SKIP_GOLDEN=1   skip the bitwise output digests (SCN_GOLDEN=record: write them to $OUT instead of checking)
+#   SCN_SKIP_GOLDEN=1   skip the bitwise output digests (SCN_GOLDEN=record: write them to $OUT instead of checking;
+#                       SCN_GOLDEN_RUN_ARGS: extra `scn run` arguments for them, e.g. "--offset-groups 1")
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
@@ -92,6 +93,7 @@ if [ "${SCN_SKIP_GOLDEN:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
   # Bitwise guard (tests/cuda/golden_outputs.sh): SCN_GOLDEN=record writes the digests of this tree
   # to $OUT/golden_outputs.txt; otherwise they are checked against tests/cuda/golden_outputs.txt.
   t7=$(date +%s)
+  export GOLDEN_RUN_ARGS="${SCN_GOLDEN_RUN_ARGS:-}"
   if [ "${SCN_GOLDEN:-check}" = "record" ]; then
     tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-golden \
       record "$OUT/golden_outputs.txt" > "$OUT/golden.log" 2>&1

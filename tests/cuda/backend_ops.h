@@ -25,8 +25,10 @@ struct OpCase {
 
 /// How a variant relates to the default engine's bits.
 enum class SplitClass {
-  Default,  ///< the default split classes: bitwise equal to the default engine
-  Unsplit,  ///< every conv unsplit (split = 1, or a forced unsplit tile): bitwise equal to the split-1 variant
+  Default,        ///< the default split classes: bitwise equal to the default engine
+  Unsplit,        ///< every conv unsplit, offsets in one chain (split = 1 and offset_groups = 1, or a forced
+                  ///< unsplit tile): bitwise equal to the split-1 variant
+  OffsetGroups2,  ///< 16/32-channel 3x3x3 convs on osplit with two offset groups wherever it fits
 };
 
 struct Variant {
@@ -197,7 +199,19 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
                SplitClass::Default});
   v.push_back(
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
-  v.push_back({"split1", [](CudaOptions& o) { o.split = 1; }, SplitClass::Unsplit});
+  v.push_back({"split1",
+               [](CudaOptions& o) {
+                 o.split = 1;
+                 o.offset_groups = 1;
+               },
+               SplitClass::Unsplit});
+  v.push_back({"offset_groups2", [](CudaOptions& o) { o.offset_groups = 2; }, SplitClass::OffsetGroups2});
+  v.push_back({"offset_groups2_autotune_off",
+               [](CudaOptions& o) {
+                 o.offset_groups = 2;
+                 o.autotune = false;
+               },
+               SplitClass::OffsetGroups2});
   auto has = [](const std::string& n, const char* s) { return n.find(s) != std::string::npos; };
   const std::vector<std::pair<std::string, std::function<bool(const std::string&)>>> families = {
       {"mma", [&](const std::string& n) { return !has(n, "t") && !has(n, "w") && !has(n, "g") && !has(n, "r"); }},

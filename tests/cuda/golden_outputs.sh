@@ -4,6 +4,9 @@
 # (tests/cuda/golden_outputs.txt) must come out again after it.
 #
 # Usage: golden_outputs.sh SCN PYTHON SOURCE_DIR DATA_DIR WORK_DIR [record FILE | check FILE]
+#   GOLDEN_RUN_ARGS: extra `scn run` arguments for every case (e.g. "--offset-groups 1": the
+#   implicit-GEMM summation order the digests of tests/cuda/golden_outputs.txt were recorded with
+#   before osplit became sm_90's default for 16/32-channel convs)
 #   cases: every zoo model (tools/python zoo, synthetic seeded weights and frames) in fp16; CenterPoint
 #   on the real nuScenes frame in fp16; the INT8 plans 'all', 'full' and 'target' of
 #   tests/int8/int8_centerpoint_cuda.sh (calibrated on a synthetic frame by `scn calibrate`).
@@ -16,6 +19,7 @@ export PYTHONPATH="$SRC/tools/python"
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 lines=()
 digest() { sha256sum "$1" | cut -c1-64; }
+read -r -a EXTRA <<< "${GOLDEN_RUN_ARGS:-}"
 
 "$PY" -m scn_tools.zoo_export_all --out zoo > zoo_export.log
 while IFS=$'\t' read -r model onnx feats idx grid batch _rest; do
@@ -23,7 +27,7 @@ while IFS=$'\t' read -r model onnx feats idx grid batch _rest; do
   [ -d "out/$model" ] && continue
   mkdir -p "out/$model"
   "$SCN" run "zoo/$onnx" --features "zoo/$feats" --indices "zoo/$idx" --grid "$grid" --batch "$batch" \
-    --device cuda --precision fp16 --output-dir "out/$model" > /dev/null
+    --device cuda --precision fp16 --output-dir "out/$model" "${EXTRA[@]}" > /dev/null
   lines+=("model:$model $(digest "zoo/$onnx")")
   # the output tensors only (`--output-dir` also writes outputs.txt, an index of them)
   for f in $(cd "out/$model" && ls -- *.tensor | sort); do lines+=("zoo:$model/$f $(digest "out/$model/$f")"); done
@@ -32,7 +36,7 @@ done < zoo/cases.tsv
 D="$DATA/nuscenes-centerpoint"
 EF="$D/in_features.torch.fp16.tensor" EI="$D/in_indices_zyx.torch.int32.tensor" G=41x1440x1440
 "$SCN" run zoo/centerpoint/model.onnx --features "$EF" --indices "$EI" --grid $G --device cuda --precision fp16 \
-  --output real_fp16.tensor > /dev/null
+  --output real_fp16.tensor "${EXTRA[@]}" > /dev/null
 lines+=("real:centerpoint-fp16 $(digest real_fp16.tensor)")
 for MODE_ in all full target; do
   KEEP=(--keep-fp16-first 1)
@@ -41,7 +45,7 @@ for MODE_ in all full target; do
   "$SCN" calibrate zoo/centerpoint/model.onnx -o "cp.$MODE_.onnx" --synthetic 150000 --frames 1 --method absmax \
     "${KEEP[@]}" --quiet
   "$SCN" run "cp.$MODE_.onnx" --features "$EF" --indices "$EI" --grid $G --device cuda --precision int8 \
-    --output "real_int8_$MODE_.tensor" > /dev/null
+    --output "real_int8_$MODE_.tensor" "${EXTRA[@]}" > /dev/null
   lines+=("model:cp.$MODE_ $(digest "cp.$MODE_.onnx")")
   lines+=("real:centerpoint-int8-$MODE_ $(digest "real_int8_$MODE_.tensor")")
 done

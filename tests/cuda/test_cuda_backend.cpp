@@ -353,6 +353,31 @@ TEST(CudaBackend, Deterministic) {
     const Metrics m = compare(to_floats(run(*s1, {in}).outputs[0]), to_floats(a1.outputs[0]));
     EXPECT_LE(m.rel_l2, 1e-3) << "split class " << classes << ": " << describe(m);
   }
+  // offset groups of the 16/32-channel convs (the osplit kernel): one summation order per class,
+  // tuned or heuristic, graph or not; class 1 runs no osplit kernel, class 2 runs it where it fits,
+  // and the default engine is of class 2 exactly when it runs osplit (sm_90)
+  int default_osplit = 0;
+  for (const auto& l : e1->profile_layers()) default_osplit += l.algorithm.rfind("osplit", 0) == 0;
+  for (int groups : {1, 2}) {
+    SCOPED_TRACE("offset_groups " + std::to_string(groups));
+    BuildOptions o = cuda_options(true);
+    o.cuda.offset_groups = groups;
+    auto g1 = b.build(o);
+    o.cuda_graph = false;
+    o.cuda.autotune = false;
+    auto g2 = b.build(o);
+    const auto o1 = to_bytes(run(*g1, {in}).outputs[0]);
+    EXPECT_TRUE(o1 == to_bytes(run(*g2, {in}).outputs[0])) << "tuned and heuristic engines of one class differ";
+    EXPECT_EQ(o1 == first, (groups == 2) == (default_osplit > 0)) << "the default engine's class";
+    const Metrics m = compare(to_floats(run(*g1, {in}).outputs[0]), to_floats(a1.outputs[0]));
+    EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
+    int osplit_layers = 0;
+    for (const auto& l : g1->profile_layers()) osplit_layers += l.algorithm.rfind("osplit", 0) == 0;
+    if (groups == 1)
+      EXPECT_EQ(osplit_layers, 0);
+    else
+      EXPECT_GE(osplit_layers, 4) << "CenterPoint's 16- and 32-channel subm convs run osplit";
+  }
   {
     // the tuner without the tile shapes it picked (CudaOptions::tune_skip): other tiles, the same bits
     std::vector<std::string> picked;

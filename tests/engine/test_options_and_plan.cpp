@@ -42,6 +42,9 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o.cuda.split = 4;  // retired: only 0, 1, 2
   expect_error_naming(o, "BuildOptions.cuda.split");
   o = {};
+  o.cuda.offset_groups = 3;
+  expect_error_naming(o, "BuildOptions.cuda.offset_groups");
+  o = {};
   o.cuda.programmatic_launch = CudaProgrammaticLaunch(7);
   expect_error_naming(o, "BuildOptions.cuda.programmatic_launch");
   o = {};

@@ -55,6 +55,11 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--offset-groups", a.offset_groups,
+                "CUDA: 16/32-channel 3x3x3 convs: 0 = by GPU (osplit, two offset groups on sm_90), 1 = implicit-GEMM "
+                "tiles, 2 = osplit wherever it fits")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   f->needs(i);
@@ -174,6 +179,7 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.autotune = !a.no_autotune;
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
+  opts.cuda.offset_groups = a.offset_groups;
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);
   const double build_ms = ms_since(t_build);

@@ -50,7 +50,13 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
-  c->add_option("--tile", a.tile, "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--tile", a.tile,
+                "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
+  c->add_option("--offset-groups", a.offset_groups,
+                "CUDA: 16/32-channel 3x3x3 convs: 0 = by GPU (osplit, two offset groups on sm_90), 1 = implicit-GEMM "
+                "tiles, 2 = osplit wherever it fits")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   return c;
@@ -93,6 +99,7 @@ int run_run(const RunArgs& a) {
   opts.cuda.autotune = !a.no_autotune;
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
+  opts.cuda.offset_groups = a.offset_groups;
   if (from_points) opts.max_input_voxels = make_voxelizer_config(a.vox).max_voxels;
 
   const int64_t t_parse = now_ns();

@@ -31,6 +31,7 @@ struct RunArgs {
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
+  int offset_groups = 0;     ///< CudaOptions::offset_groups
 };
 CLI::App* add_run(CLI::App& app, RunArgs& a);
 int run_run(const RunArgs& a);
@@ -91,6 +92,7 @@ struct BenchArgs {
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
+  int offset_groups = 0;     ///< CudaOptions::offset_groups
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

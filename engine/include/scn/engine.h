@@ -52,6 +52,11 @@ struct CudaOptions {
   /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
   /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
   int split = 0;
+  /// Offset groups of the 16- and 32-channel 3x3x3 fp16 convs (cin = cout), which fixes their
+  /// summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two offset
+  /// groups on sm_90, the implicit-GEMM tiles elsewhere), 1 = the implicit-GEMM tiles (offsets in one
+  /// chain), 2 = osplit with two groups wherever it fits (docs/cuda_backend.md).
+  int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else

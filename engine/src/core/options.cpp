@@ -40,6 +40,8 @@ void validate(const BuildOptions& o) {
             "BuildOptions.cuda.map_lookahead must be >= 0 (0 = kernel maps on the main stream), got ", c.map_lookahead);
   SCN_CHECK(c.split >= 0 && c.split <= 2, "BuildOptions.cuda.split = ", c.split,
             " is not one of 0 (by layer shape), 1 (unsplit), 2 (split in two)");
+  SCN_CHECK(c.offset_groups >= 0 && c.offset_groups <= 2, "BuildOptions.cuda.offset_groups = ", c.offset_groups,
+            " is not one of 0 (by GPU), 1 (implicit-GEMM tiles), 2 (osplit, two offset groups)");
   const int pl = int(c.programmatic_launch);
   SCN_CHECK(pl >= 0 && pl <= 2, "BuildOptions.cuda.programmatic_launch = ", pl,
             " is not a CudaProgrammaticLaunch (Off, LastTileStart, LastEpilogue)");

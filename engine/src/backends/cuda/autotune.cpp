@@ -1,7 +1,8 @@
 // The autotuner: at the first bound input, one pass over the steps on the engine's stream; every
-// fitting candidate tile of each conv (tile_choice.h tune_candidates, minus CudaOptions::tune_skip)
-// is timed with events (2 warm-up launches, then the median of 11) and the fastest kept. All
-// candidates of a split class sum in one order, so tuning never changes the results. With
+// fitting candidate tile of each conv (tile_choice.h tune_candidates, minus CudaOptions::tune_skip;
+// for a conv of an osplit offset-group class, osplit_candidates) is timed with events (2 warm-up
+// launches, then the median of 11) and the fastest kept. All candidates of a split or offset-group
+// class sum in one order, so tuning never changes the results. With
 // CudaOptions::tuning_cache the decisions are read from / written to a file (plan/tuning_cache.h).
 #include <algorithm>
 #include <cstdio>
@@ -38,16 +39,28 @@ void CudaEngine::autotune() {
       continue;
     }
     ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
-    const std::vector<int> cands = tune_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, cc_major_, c.split);
-    int best = c.cfg;
+    // an osplit conv's candidates are the osplit configs of its offset-group class, else the tiles
+    const bool osplit = c.osplit >= 0;
+    const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
+    const std::vector<int> cands =
+        osplit ? osplit_candidates(shape, osplit_config(c.osplit).groups) : tune_candidates(shape, cc_major_, c.split);
+    auto launch = [&](int id, const ConvArgs& a) {
+      if (osplit)
+        launch_osplit(id, a, sm_count_, own_stream_);
+      else
+        launch_igemm(id, a, sm_count_, own_stream_);
+    };
+    const char* (*name_of)(int) =
+        osplit ? [](int id) { return osplit_config(id).name; } : [](int id) { return igemm_config(id).name; };
+    int best = osplit ? c.osplit : c.cfg;
     double best_ms = 1e30;
     DevMem best_wt;
     std::vector<uint16_t> w_host;
     for (int id : cands) {
-      if (std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
+      if (!osplit && std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
       DevMem wt;
       ConvArgs a = conv_args(c);
-      if (igemm_config(id).tma) {
+      if (!osplit && igemm_config(id).tma) {
         if (w_host.empty()) {
           w_host.resize(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
           SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
@@ -60,14 +73,14 @@ void CudaEngine::autotune() {
         a.w_tma = nullptr;
       }
       if (a.residual && a.residual == a.y) a.y = scratch.get();  // in place: keep the identity intact
-      launch_igemm(id, a, sm_count_, own_stream_);               // warm-up
-      launch_igemm(id, a, sm_count_, own_stream_);
+      launch(id, a);                                             // warm-up
+      launch(id, a);
       // the median of 11 launches: candidates are often within 1-2 us, and a median of 5 picked
       // a slower tile for some layers from run to run
       std::vector<float> t(11);
       for (float& v : t) {
         SCN_CUDA_CHECK(cudaEventRecord(e0, own_stream_));
-        launch_igemm(id, a, sm_count_, own_stream_);
+        launch(id, a);
         SCN_CUDA_CHECK(cudaEventRecord(e1, own_stream_));
         SCN_CUDA_CHECK(cudaEventSynchronize(e1));
         SCN_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
@@ -75,22 +88,22 @@ void CudaEngine::autotune() {
       std::sort(t.begin(), t.end());
       const float med = t[t.size() / 2];
       if (trace)
-        std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
-                     igemm_config(id).name, double(med));
+        std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(), name_of(id),
+                     double(med));
       if (med < best_ms) {
         best_ms = med;
         best = id;
         best_wt = std::move(wt);
       }
     }
-    c.cfg = best;
+    (osplit ? c.osplit : c.cfg) = best;
     c.w_tma = std::move(best_wt);
     c.tuned = true;
     run_step(st, own_stream_);
   }
   SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   for (ConvPlan& c : convs_)
-    if (igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
+    if (c.cfg >= 0 && igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
   SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -118,6 +131,7 @@ TuningCache CudaEngine::tuning_key() const {
   for (const SiteInfo& si : sites_) caps += (caps.empty() ? "" : ",") + std::to_string(si.cap);
   k.key.emplace_back("capacities", caps);
   k.key.emplace_back("split", std::to_string(opt().split));
+  k.key.emplace_back("offset_groups", std::to_string(opt().offset_groups));
   std::string skip;
   for (const std::string& t : opt().tune_skip) skip += (skip.empty() ? "" : ",") + t;
   k.key.emplace_back("tune_skip", skip);
@@ -134,6 +148,16 @@ void CudaEngine::apply_tuning(const TuningCache& cache, const std::string& file)
     const auto& [node, tile] = cache.tiles[i];
     SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " is for node '", node,
               "', expected '", g().nodes[size_t(c.node)].name, "'");
+    if (c.osplit >= 0) {  // the offset-group class is fixed by the options: a config of that class
+      const int id = osplit_find_config(tile.c_str());
+      const std::vector<int> fit =
+          osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, osplit_config(c.osplit).groups);
+      SCN_CHECK(std::find(fit.begin(), fit.end(), id) != fit.end(), file, ": tuning cache kernel '", tile,
+                "' for node '", node, "' is not a compiled osplit config of its class here");
+      c.osplit = id;
+      c.tuned = true;
+      continue;
+    }
     const int id = find_tile(tile);
     SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
@@ -150,7 +174,7 @@ void CudaEngine::apply_tuning(const TuningCache& cache, const std::string& file)
     c.tuned = true;
   }
   for (ConvPlan& c : convs_)
-    if (igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
+    if (c.cfg >= 0 && igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
   tuned_ = true;
   exec_valid_ = false;
 }
@@ -173,7 +197,7 @@ void CudaEngine::tune_or_load() {
                  diff.c_str());
   }
   autotune();
-  for (const ConvPlan& c : convs_) now.tiles.emplace_back(g().nodes[size_t(c.node)].name, igemm_config(c.cfg).name);
+  for (const ConvPlan& c : convs_) now.tiles.emplace_back(g().nodes[size_t(c.node)].name, conv_kernel_name(c));
   write_tuning_cache(path, now);
 }
 

@@ -81,6 +81,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   cc_major_ = prop.major;
   check_gpu_usable(prop, device_);
   igemm_init();
+  osplit_init();
 
   validate_cuda_tiles(opt(), compiled_tile_names());
   autotune_ = opt().autotune;

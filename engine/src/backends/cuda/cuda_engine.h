@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_mem.h"
+#include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
 #include "plan/engine_plan.h"
 #include "plan/memory_plan.h"
@@ -47,7 +48,8 @@ struct ConvPlan {
   int add_conv_operand = 0;  ///< which input of the Add (0 / 1) is the conv's value
   int out_value = -1;        ///< value the conv writes after fusion
   bool fused_relu = false;   ///< a Relu node folded into the activation
-  int cfg = -1;
+  int cfg = -1;              ///< implicit-GEMM config (kernels.h), -1 when the conv runs osplit
+  int osplit = -1;           ///< osplit config (igemm_offset_split.h) when its offset-group class applies, else -1
   bool tuned = false;
   int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
   // INT8 engines
@@ -57,6 +59,11 @@ struct ConvPlan {
   int y_stride = 0;                    ///< output row stride in its elements
   DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
 };
+
+/// The kernel a conv runs, by name ("igemm m128n16k16s4t", "osplit c16x16r32p2s6w8").
+inline const char* conv_kernel_name(const ConvPlan& c) {
+  return c.osplit >= 0 ? osplit_config(c.osplit).name : igemm_config(c.cfg).name;
+}
 
 /// A converted copy of a value for one reader (INT8 engines): the value quantized onto the
 /// reader's int8 grid, or int8 storage dequantized to fp16.

@@ -64,8 +64,8 @@ int osplit_find_config(const char* name) {
 
 bool osplit_config_fits(int id, const ConvArgs& a) {
   const OsplitConfig& c = osplit_config(id);
-  return a.q == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout &&
-         a.cout <= c.cout && a.cout_w >= c.cout;
+  return a.q == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout && a.cout <= c.cout &&
+         a.cout_w >= c.cout;
 }
 
 int osplit_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_sm; }
@@ -75,23 +75,29 @@ size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
 void osplit_init() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
+  int device = 0, smem_optin = 0;
+  SCN_CUDA_CHECK(cudaGetDevice(&device));
+  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   for (OsplitInstance& in : instances()) {
+    in.blocks_per_sm = 0;  // a config wider than this GPU's shared memory is never offered (osplit_fits_device)
+    if (in.smem > size_t(smem_optin)) continue;
     const auto* fn = reinterpret_cast<const void*>(in.kernel);
     SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
     int bps = 0;
     SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
-    SCN_CHECK(bps >= 1, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
-              " bytes of shared memory, ", in.cfg.warps * 32, " threads)");
     in.blocks_per_sm = bps;
   }
 }
 
+bool osplit_fits_device(int id) { return instances().at(size_t(id)).blocks_per_sm > 0; }
+
 void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
   const OsplitInstance& in = instances().at(size_t(id));
+  SCN_CHECK(in.blocks_per_sm > 0, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
+            " bytes of shared memory, ", in.cfg.warps * 32, " threads) or osplit_init() was not called");
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
-            ", cout_p ", a.cout_p, ", K ", a.K, ", mode ",
-            a.q ? "int8-aware" : "fp16", "): it needs cin_p ", in.cfg.cin, ", cout_p ", in.cfg.cout,
-            ", K 27, fp16");
+            ", cout_p ", a.cout_p, ", K ", a.K, ", mode ", a.q ? "int8-aware" : "fp16", "): it needs cin_p ",
+            in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, fp16");
   const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;

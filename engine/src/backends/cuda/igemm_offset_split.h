@@ -30,8 +30,11 @@ bool osplit_config_fits(int id, const ConvArgs& a);
 int osplit_blocks_per_sm(int id);
 /// Dynamic shared memory of config `id` in bytes.
 size_t osplit_smem_bytes(int id);
-/// Prepares the kernels (shared-memory limits, occupancy); call once per device.
+/// Prepares the kernels (shared-memory limits, occupancy); call once per device. Configs that need
+/// more shared memory than the device has are marked as not fitting, not an error.
 void osplit_init();
+/// True when config `id` runs on the current device (after osplit_init).
+bool osplit_fits_device(int id);
 /// Launches config `id` (persistent grid sized for cap_out). Throws scn::Error when it does not fit.
 /// Results are bitwise those of every other config of the same `groups`; with groups == 1 they are
 /// the summation order of launch_igemm's tiles (offsets ascending, channels ascending per element).

@@ -149,13 +149,17 @@ void CudaEngine::plan_dual_outputs() {
 void CudaEngine::choose_tiles() {
   for (ConvPlan& c : convs_) {
     const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
-    if (forced_cfg_ >= 0 && igemm_config_fits(forced_cfg_, c.cin_p, cc_major_, c.K, c.mode))
+    const int groups = forced_cfg_ >= 0 ? 0 : osplit_groups_for(shape, cc_major_, opt().offset_groups);
+    c.osplit = groups > 0 ? osplit_candidates(shape, groups).front() : -1;
+    if (c.osplit >= 0)
+      c.cfg = -1;
+    else if (forced_cfg_ >= 0 && igemm_config_fits(forced_cfg_, c.cin_p, cc_major_, c.K, c.mode))
       c.cfg = forced_cfg_;
     else
       c.cfg = choose_config(shape, cc_major_, forced_cfg_ >= 0 ? 1 : split_for(shape, cc_major_, opt().split));
-    SCN_CHECK(c.cfg >= 0, g().source, ": ", g().describe(c.node), ": no implicit-GEMM configuration for ", c.cin,
-              " -> ", c.cout, " channels (kernel mode ", c.mode, ")");
-    c.split = igemm_config(c.cfg).split;
+    SCN_CHECK(c.cfg >= 0 || c.osplit >= 0, g().source, ": ", g().describe(c.node),
+              ": no implicit-GEMM configuration for ", c.cin, " -> ", c.cout, " channels (kernel mode ", c.mode, ")");
+    c.split = c.cfg >= 0 ? igemm_config(c.cfg).split : 1;
     upload_weights(c);
   }
 }
@@ -302,7 +306,10 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
     }
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
-      launch_igemm(c.cfg, conv_args(c), sm_count_, s, pdl);
+      if (c.osplit >= 0)
+        launch_osplit(c.osplit, conv_args(c), sm_count_, s);  // a full dependency: osplit has no PDL wait
+      else
+        launch_igemm(c.cfg, conv_args(c), sm_count_, s, pdl);
       return;
     }
     case StepKind::Add: {
@@ -431,7 +438,8 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
       t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::SparseConv);
-      t.algorithm = detail::concat(igemm_config(c.cfg).name, " (", igemm_blocks_per_sm(c.cfg), "/SM, ",
+      t.algorithm = detail::concat(conv_kernel_name(c), " (",
+                                   c.osplit >= 0 ? osplit_blocks_per_sm(c.osplit) : igemm_blocks_per_sm(c.cfg), "/SM, ",
                                    c.tuned ? "tuned" : "heuristic", ")");
       if (c.residual >= 0) t.algorithm += "+add";
       if (c.relu_after || c.fused_relu) t.algorithm += "+relu";

@@ -1,5 +1,6 @@
 #include "backends/cuda/tile_choice.h"
 
+#include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
 
 namespace scn::cuda {
@@ -149,6 +150,30 @@ std::vector<int> find_tiles(const std::string& name) {
 std::vector<std::string> compiled_tile_names() {
   std::vector<std::string> v;
   for (int id = 0; id < igemm_num_configs(); ++id) v.push_back(igemm_config(id).name);
+  return v;
+}
+
+int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
+  if (option == 1 || c.mode != 0 || c.K != 27 || c.cin_p != c.cout_p || (c.cin_p != 16 && c.cin_p != 32)) return 0;
+  if (option == 0 && cc_major != 9) return 0;
+  return osplit_candidates(c, 2).empty() ? 0 : 2;
+}
+
+std::vector<int> osplit_candidates(const ConvShape& c, int groups) {
+  // the fastest of each width on the real nuScenes frame (H200, docs/benchmarks.md)
+  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8", "osplit c32x32r32p2s3w20"};
+  std::vector<int> v;
+  auto fits = [&](int id) {
+    const OsplitConfig& k = osplit_config(id);
+    return c.mode == 0 && c.K == 27 && k.cin == c.cin_p && k.cout == c.cout_p && k.groups == groups &&
+           osplit_fits_device(id);
+  };
+  for (const char* name : kPicks) {
+    const int id = osplit_find_config(name);
+    if (id >= 0 && fits(id)) v.push_back(id);
+  }
+  for (int id = 0; id < osplit_num_configs(); ++id)
+    if (fits(id) && (v.empty() || v[0] != id)) v.push_back(id);
   return v;
 }
 

@@ -49,7 +49,7 @@ void CudaEngine::upload_weights(ConvPlan& c) {
   c.w.alloc(w.size() * 2);
   c.bias.alloc(b.size() * 4);
   SCN_CUDA_CHECK(cudaMemcpy(c.w.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
-  if (igemm_config(c.cfg).tma) {
+  if (c.cfg >= 0 && igemm_config(c.cfg).tma) {
     const std::vector<uint16_t> t = igemm_tile_weights(c.cfg, w, c.K, c.cout_w, c.cin_p, c.cout_p);
     c.w_tma.alloc(t.size() * 2);
     SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
