@@ -112,6 +112,27 @@ __device__ __forceinline__ float epilogue_value(float acc, float bias, Act act, 
   return v;
 }
 
+/// The fp16 conv epilogue's last steps on 8 consecutive columns of one row, then their 16-byte
+/// store at y + at: v holds half(act(acc + bias)); with a residual v = half(v + r), then the
+/// optional ReLU (the roundings of an unfused fp16 Add and Relu). Shared by the implicit-GEMM tiles
+/// and the osplit kernel, so both round alike. y may be the residual (in place): each chunk is read
+/// before it is written.
+__device__ __forceinline__ void store8_residual_relu(__half* y, const __half* __restrict__ res, int64_t at,
+                                                     bool relu_after, __half (&v)[8]) {
+  if (res || relu_after) {
+    alignas(16) __half r[8];
+    if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + at);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      float f = __half2float(v[q]);
+      if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
+      if (relu_after) f = f > 0.f ? f : 0.f;
+      v[q] = __float2half_rn(f);
+    }
+  }
+  *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(v);
+}
+
 __device__ __forceinline__ void record_error(ErrSlot* e, long long row, long long v0, long long v1) {
   atomicAdd(&e->hits, 1ull);
   atomicMin(&e->row, row);

@@ -192,18 +192,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     __half* y = static_cast<__half*>(a.y);
     // writes one 8-column chunk: v = half(act(acc + bias)) values, then the residual add and the ReLU
     auto store8 = [&](int64_t row, int c8, __half(&v)[8]) {
-      if (res || a.relu_after) {
-        alignas(16) __half r[8];
-        if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + c8);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          float f = __half2float(v[q]);
-          if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
-          if (a.relu_after) f = f > 0.f ? f : 0.f;
-          v[q] = __float2half_rn(f);
-        }
-      }
-      *reinterpret_cast<uint4*>(y + row * a.cout_p + c8) = *reinterpret_cast<const uint4*>(v);
+      store8_residual_relu(y, res, row * a.cout_p + c8, a.relu_after, v);
     };
 
     if constexpr (P == 1) {

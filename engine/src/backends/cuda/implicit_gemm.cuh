@@ -843,18 +843,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         if (row >= n || col >= a.cout_p) continue;
         alignas(16) __half v[8];
         *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * T::LDC + c8);
-        if (res || a.relu_after) {
-          alignas(16) __half r[8];
-          if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
-#pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            float f = __half2float(v[q]);
-            if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
-            if (a.relu_after) f = f > 0.f ? f : 0.f;
-            v[q] = __float2half_rn(f);
-          }
-        }
-        *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
+        store8_residual_relu(y, res, row * a.cout_p + col, a.relu_after, v);
       }
     }
   }
