@@ -91,6 +91,7 @@ struct BenchArgs {
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
+  bool tune_once = false;    ///< CudaOptions::tune_bucket_factor = 0
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);
