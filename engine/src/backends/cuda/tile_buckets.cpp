@@ -5,6 +5,7 @@
 // forward() replays that bucket's CUDA graph (schedule.cpp bucket_graph). All configs of a conv sum
 // in one order, so switching buckets never changes the results.
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "backends/cuda/cuda_check.h"
