@@ -160,6 +160,10 @@ if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /t
     "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --device cuda --runs 200 \
       --sweep 10000,20000,40000,60000,80000,100000,120000,140000,160000,180000,200000 \
       --sweep-csv /tmp/scn-bench/sweep.csv
+    # the same sweep with the tiles of the first frame kept for every size (before size buckets)
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --device cuda --runs 200 --tune-once \
+      --sweep 10000,20000,40000,60000,80000,100000,120000,140000,160000,180000,200000 \
+      --sweep-csv /tmp/scn-bench/sweep_tune_once.csv
     python3 tools/bench/plot_bench.py --runs /tmp/scn-bench/runs.csv --sweep /tmp/scn-bench/sweep.csv \
       --output /tmp/scn-bench/bench.png
   } > "$OUT/scn_bench.log" 2>&1

@@ -462,6 +462,7 @@ TEST_F(Cli, BenchSweepRunsSyntheticFramesThroughOneEngine) {
   EXPECT_EQ(count_lines(text), 4) << text;
   EXPECT_NE(text.find("\n1000,2,"), std::string::npos) << text;
   EXPECT_NE(text.find("\n3000,2,"), std::string::npos) << text;
+  EXPECT_NE(r.out.find("bind ms"), std::string::npos) << r.out;  // set_input time (CUDA: tuning a new size bucket)
 }
 
 TEST_F(Cli, BenchSweepKeepsTheResultsBeforeAFailingPoint) {

@@ -62,6 +62,8 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
       ->check(CLI::Range(0, 2));
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
+  c->add_flag("--tune-once", a.tune_once,
+              "CUDA: tune the tiles on the first frame only and keep them for every size (one size bucket)");
   f->needs(i);
   i->needs(f);
   f->excludes(s);
@@ -180,6 +182,7 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
+  if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);
   const double build_ms = ms_since(t_build);
@@ -245,19 +248,29 @@ int run_bench(const BenchArgs& a) {
   } else {
     std::printf("sweep      %zu synthetic frames (seed %llu, %s), %d warm-up + %d runs each\n", sweep.size(),
                 static_cast<unsigned long long>(a.seed), order.c_str(), warmup, runs);
-    Table t({"voxels", "median ms", "p99 ms", "mean ms", "min ms", "gen ms"});
+    // CUDA: the first frame of each size bucket is tuned in its set_input ("bind ms", not timed).
+    if (engine->backend() == Backend::Cuda && opts.cuda.autotune && opts.cuda.tile.empty())
+      std::printf("tiles      %s\n", a.tune_once ? "tuned on the first frame, kept for every size (--tune-once)"
+                                                 : "tuned per size bucket, on the first frame of each");
+    Table t({"voxels", "median ms", "p99 ms", "mean ms", "min ms", "gen ms", "bind ms", "tuned"});
     std::ostringstream sweep_csv;
     sweep_csv << "voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms\n";
     for (int64_t v : sweep) {
       // A failing point ends the sweep; the points before it are still reported and written.
       Input in;
       double gen_ms = 0;
+      double bind_ms = 0;
+      int tuned = 0;
       std::vector<double> ms;
       try {
         const int64_t t_gen = now_ns();
         in = synthetic_input(so, v, a.batch);
         gen_ms = ms_since(t_gen);
+        const int passes = engine->autotune_passes();
+        const int64_t t_bind = now_ns();
         engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
+        bind_ms = ms_since(t_bind);
+        tuned = engine->autotune_passes() - passes;
         ms = timed_forwards(*engine, warmup, runs, std::to_string(v) + " voxels");
       } catch (const std::exception& e) {
         sweep_error = "sweep stopped at " + std::to_string(v) + " voxels: " + e.what();
@@ -265,7 +278,8 @@ int run_bench(const BenchArgs& a) {
       }
       const Stats st = compute_stats(ms);
       const int64_t n = in.indices.dim(0);
-      t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1)});
+      t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1),
+             fixed(bind_ms, 1), tuned ? "yes" : ""});
       std::printf("  %8lld voxels: median %s ms\n", static_cast<long long>(n), ms3(st.median).c_str());
       std::fflush(stdout);
       sweep_csv << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','
@@ -273,6 +287,7 @@ int run_bench(const BenchArgs& a) {
       record_runs(n, ms);
     }
     if (!t.empty()) std::printf("\n%s", t.str("  ").c_str());
+    if (const int passes = engine->autotune_passes()) std::printf("autotune   %d tuning passes\n", passes);
     if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
     if (!a.sweep_csv.empty()) files.add_text(a.sweep_csv, sweep_csv.str());
   }

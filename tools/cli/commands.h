@@ -93,6 +93,7 @@ struct BenchArgs {
   std::string tile;          ///< CudaOptions::tile
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
   int offset_groups = 0;     ///< CudaOptions::offset_groups
+  bool tune_once = false;    ///< CudaOptions::tune_bucket_factor = 0
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

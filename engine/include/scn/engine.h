@@ -41,7 +41,7 @@ enum class CudaMapKernel {
 /// CUDA backend settings (docs/cuda_backend.md). Validated with the rest of BuildOptions when an
 /// engine is built; a bad value is an scn::Error naming the field.
 struct CudaOptions {
-  bool autotune = true;  ///< time every fitting tile per conv on the first bound input, keep the fastest
+  bool autotune = true;  ///< time every fitting tile per conv on the first frame of each size bucket, keep the fastest
   /// Force one tile configuration where it fits (e.g. "m64n64k32s4t", "igemm-i8 m64n64k32s4t";
   /// cuda_tile_configs() lists them); empty = heuristic + autotuner. Forcing a tile turns the tuner off.
   std::string tile;
@@ -62,6 +62,13 @@ struct CudaOptions {
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.
   std::string tuning_cache;
+  /// Size buckets of the autotuner (docs/cuda_backend.md "Size buckets"): tiles are tuned per bucket of
+  /// the bound frame's voxel count, on the first frame of each bucket (its set_input), and a CUDA graph
+  /// is kept per bucket. Buckets: counts below tune_bucket_base, then [e, e * tune_bucket_factor) from
+  /// e = tune_bucket_base up. Factor 0 = one bucket: tune on the first frame only and keep its tiles
+  /// for every size. Frames bound with set_input_device_count share one bucket of their own.
+  int64_t tune_bucket_base = 8192;
+  double tune_bucket_factor = 1.5;  ///< 0, or 1.1 to 16
 };
 
 struct BuildOptions {
@@ -146,6 +153,9 @@ class Engine {
   virtual std::vector<LayerTiming> profile_layers() { return {}; }
   /// Bytes the engine holds for activations, kernel maps and workspace (device memory for CUDA).
   virtual size_t workspace_bytes() const { return 0; }
+  /// CUDA: how many times the autotuner has timed the tiles: once per size bucket met
+  /// (CudaOptions::tune_bucket_factor), not for a bucket read from the tuning cache; other backends 0.
+  virtual int autotune_passes() const { return 0; }
   /// Why the engine runs on another backend than asked, e.g. Backend::Auto on a GPU the CUDA
   /// backend cannot use (also printed on stderr when the engine is built); empty otherwise.
   const std::string& notice() const { return notice_; }

@@ -49,6 +49,10 @@ void validate(const BuildOptions& o) {
   SCN_CHECK(mk >= 0 && mk <= 1, "BuildOptions.cuda.map_kernel = ", mk, " is not a CudaMapKernel (Rows, General)");
   for (const std::string& n : c.tune_skip)
     SCN_CHECK(!n.empty(), "BuildOptions.cuda.tune_skip holds an empty tile name");
+  SCN_CHECK(c.tune_bucket_base >= 1, "BuildOptions.cuda.tune_bucket_base must be >= 1, got ", c.tune_bucket_base);
+  SCN_CHECK(c.tune_bucket_factor == 0.0 || (c.tune_bucket_factor >= 1.1 && c.tune_bucket_factor <= 16.0),
+            "BuildOptions.cuda.tune_bucket_factor = ", c.tune_bucket_factor,
+            " is neither 0 (one bucket) nor in [1.1, 16]");
 }
 
 void validate_cuda_tiles(const CudaOptions& c, const std::vector<std::string>& compiled) {

@@ -18,7 +18,7 @@ namespace scn {
 
 namespace {
 
-constexpr const char* kHeader = "scn tuning cache 1";
+constexpr const char* kHeaderPrefix = "scn tuning cache ";
 
 class Fnv {
  public:
@@ -122,12 +122,23 @@ std::string model_digest(const Graph& g) {
   return buf;
 }
 
+const TuningBucket* TuningCache::bucket(const std::string& label) const {
+  for (const TuningBucket& b : buckets)
+    if (b.label == label) return &b;
+  return nullptr;
+}
+
 std::string serialize(const TuningCache& c) {
   std::ostringstream os;
-  os << kHeader << "\n";
+  os << kHeaderPrefix << kTuningCacheFormat << "\n";
   for (const auto& [f, v] : c.key) os << "key\t" << f << "\t" << v << "\n";
-  for (const auto& [n, t] : c.tiles) os << "tile\t" << n << "\t" << t << "\n";
-  os << "end\t" << c.tiles.size() << "\n";
+  size_t lines = 0;
+  for (const TuningBucket& b : c.buckets)
+    for (const auto& [n, t] : b.tiles) {
+      os << "tile\t" << b.label << "\t" << n << "\t" << t << "\n";
+      ++lines;
+    }
+  os << "end\t" << lines << "\n";
   return os.str();
 }
 
@@ -141,25 +152,39 @@ TuningCache parse_tuning_cache(const std::string& text, const std::string& file)
              "); delete it to re-tune, or give another CudaOptions::tuning_cache");
   };
   bool ended = false;
+  size_t lines = 0;
   while (std::getline(is, line)) {
     ++no;
     if (no == 1) {
-      if (line != kHeader) fail("expected the header '" + std::string(kHeader) + "'");
+      const std::string prefix = kHeaderPrefix;
+      const std::string version = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
+      char* endp = nullptr;
+      errno = 0;
+      const long v = std::strtol(version.c_str(), &endp, 10);
+      if (version.empty() || *endp != '\0' || errno != 0 || v < 1 || v > 1000000)
+        fail("expected the header '" + prefix + std::to_string(kTuningCacheFormat) + "'");
+      c.format = int(v);
+      if (c.format != kTuningCacheFormat) return c;  // another format: nothing else is read (re-tune)
       continue;
     }
     if (ended) fail("text after the end line");
     const std::vector<std::string> f = split_tabs(line);
     if (f[0] == "key" && f.size() == 3 && !f[1].empty()) {
-      if (!c.tiles.empty()) fail("a key line after the tile lines");
+      if (lines) fail("a key line after the tile lines");
       c.key.emplace_back(f[1], f[2]);
-    } else if (f[0] == "tile" && f.size() == 3 && !f[1].empty() && !f[2].empty()) {
-      c.tiles.emplace_back(f[1], f[2]);
+    } else if (f[0] == "tile" && f.size() == 4 && !f[1].empty() && !f[2].empty() && !f[3].empty()) {
+      if (c.buckets.empty() || c.buckets.back().label != f[1]) {
+        if (c.bucket(f[1])) fail("the tile lines of bucket '" + f[1] + "' are not together");
+        c.buckets.push_back(TuningBucket{f[1], {}});
+      }
+      c.buckets.back().tiles.emplace_back(f[2], f[3]);
+      ++lines;
     } else if (f[0] == "end" && f.size() == 2) {
       char* endp = nullptr;
       errno = 0;
       const unsigned long long n = std::strtoull(f[1].c_str(), &endp, 10);
-      if (f[1].empty() || *endp != '\0' || errno != 0 || n != c.tiles.size())
-        fail("the end line counts " + f[1] + " tiles, the file has " + std::to_string(c.tiles.size()));
+      if (f[1].empty() || *endp != '\0' || errno != 0 || n != lines)
+        fail("the end line counts " + f[1] + " tiles, the file has " + std::to_string(lines));
       ended = true;
     } else {
       fail("unexpected '" + line.substr(0, 60) + "'");
@@ -189,6 +214,8 @@ void write_tuning_cache(const std::string& path, const TuningCache& cache) {
 }
 
 std::string key_difference(const TuningCache& file, const TuningCache& now) {
+  if (file.format != now.format)
+    return "format: " + std::to_string(file.format) + " in the file, " + std::to_string(now.format) + " here";
   for (size_t i = 0; i < now.key.size(); ++i) {
     const std::string& f = now.key[i].first;
     std::string old = "(absent)";

@@ -1,9 +1,9 @@
-// The autotuner: at the first bound input, one pass over the steps on the engine's stream; every
-// fitting candidate tile of each conv (tile_choice.h tune_candidates, minus CudaOptions::tune_skip;
-// for a conv of an osplit offset-group class, osplit_candidates) is timed with events (2 warm-up
-// launches, then the median of 11) and the fastest kept. All candidates of a split or offset-group
-// class sum in one order, so tuning never changes the results. With
-// CudaOptions::tuning_cache the decisions are read from / written to a file (plan/tuning_cache.h).
+// The autotuner: at the first frame of each size bucket (tile_buckets.cpp), one pass over the steps on
+// the engine's stream; every fitting candidate tile of each conv (tile_choice.h tune_candidates, minus
+// CudaOptions::tune_skip; for a conv of an osplit offset-group class, osplit_candidates) is timed with
+// events (2 warm-up launches, then the median of 11) and the fastest kept for that bucket. All
+// candidates of a split or offset-group class sum in one order, so tuning never changes the results. With
+// CudaOptions::tuning_cache the decisions of every bucket are read from / written to a file (plan/tuning_cache.h).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -18,11 +18,15 @@ namespace scn::cuda {
 
 /// Times every candidate tile configuration of every conv on the bound input (one pass over
 /// the steps on the engine's stream, each conv's candidates timed with events, then the
-/// fastest run for real so later layers see real data) and keeps the fastest per conv. All
-/// candidates sum in the same order, so the choice never changes the results.
+/// fastest run for real so later layers see real data) and keeps the fastest per conv for the
+/// bound frame's size bucket. All candidates sum in the same order, so the choice never changes the
+/// results.
 void CudaEngine::autotune() {
-  tuned_ = true;
+  ++autotune_passes_;
   const bool trace = trace_autotune();
+  if (trace) std::fprintf(stderr, "[autotune] size bucket %s\n", bucket_.label.c_str());
+  // The pass writes the arena: the last forward (on any stream) must be done with it.
+  if (forwarded_) SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
   size_t scratch_bytes = 16;
   for (const ConvPlan& c : convs_)
     scratch_bytes =
@@ -50,25 +54,22 @@ void CudaEngine::autotune() {
       else
         launch_igemm(id, a, sm_count_, own_stream_);
     };
-    const char* (*name_of)(int) =
-        osplit ? [](int id) { return osplit_config(id).name; } : [](int id) { return igemm_config(id).name; };
     int best = osplit ? c.osplit : c.cfg;
     double best_ms = 1e30;
     DevMem best_wt;
     std::vector<uint16_t> w_host;
+    ensure_plain_weights(c);  // non-TMA candidates read them (dropped again after the pass if unused)
     for (int id : cands) {
       if (!osplit && std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
-      DevMem wt;
+      DevMem wt;  // a TMA candidate's tiled weights, unless another bucket already runs it
       ConvArgs a = conv_args(c);
       if (!osplit && igemm_config(id).tma) {
-        if (w_host.empty()) {
-          w_host.resize(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
-          SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
+        const auto kept = c.w_tiled.find(tiled_layout(id));
+        if (kept == c.w_tiled.end()) {
+          if (w_host.empty()) w_host = pack_weights(c);
+          wt = upload_tiled(c, id, w_host);
         }
-        const std::vector<uint16_t> t = igemm_tile_weights(id, w_host, c.K, c.cout_w, c.cin_p, c.cout_p);
-        wt.alloc(t.size() * 2);
-        SCN_CUDA_CHECK(cudaMemcpy(wt.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
-        a.w_tma = wt.get();
+        a.w_tma = kept != c.w_tiled.end() ? kept->second.get() : wt.get();
       } else {
         a.w_tma = nullptr;
       }
@@ -88,8 +89,8 @@ void CudaEngine::autotune() {
       std::sort(t.begin(), t.end());
       const float med = t[t.size() / 2];
       if (trace)
-        std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(), name_of(id),
-                     double(med));
+        std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
+                     osplit ? osplit_config(id).name : igemm_config(id).name, double(med));
       if (med < best_ms) {
         best_ms = med;
         best = id;
@@ -97,17 +98,14 @@ void CudaEngine::autotune() {
       }
     }
     (osplit ? c.osplit : c.cfg) = best;
-    c.w_tma = std::move(best_wt);
+    if (best_wt.get()) c.w_tiled[tiled_layout(best)] = std::move(best_wt);
     c.tuned = true;
     run_step(st, own_stream_);
   }
   SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
-  for (ConvPlan& c : convs_)
-    if (c.cfg >= 0 && igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
-  SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  exec_valid_ = false;
+  record_bucket_tiles();
 }
 
 /// What the tuner's decisions depend on: the device, the CUDA versions, scn, the model, the
@@ -135,51 +133,56 @@ TuningCache CudaEngine::tuning_key() const {
   std::string skip;
   for (const std::string& t : opt().tune_skip) skip += (skip.empty() ? "" : ",") + t;
   k.key.emplace_back("tune_skip", skip);
+  k.key.emplace_back("size_buckets", size_ladder(opt().tune_bucket_base, opt().tune_bucket_factor));
   return k;
 }
 
-/// The tiles of a matching cache; every conv must be listed with a compiled tile that fits it and
-/// keeps its split class, else the file is not what its key claims: an error naming it.
-void CudaEngine::apply_tuning(const TuningCache& cache, const std::string& file) {
-  SCN_CHECK(cache.tiles.size() == convs_.size(), file, ": the tuning cache lists ", cache.tiles.size(),
-            " convolutions, the model has ", convs_.size());
+/// The tiles of one size bucket of a matching cache; every conv must be listed with a compiled tile
+/// that fits it and keeps its split class, else the file is not what its key claims: an error naming it.
+void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& file) {
+  SCN_CHECK(bucket.tiles.size() == convs_.size(), file, ": the tuning cache lists ", bucket.tiles.size(),
+            " convolutions for size bucket '", bucket.label, "', the model has ", convs_.size());
+  std::vector<int> ids;
   for (size_t i = 0; i < convs_.size(); ++i) {
-    ConvPlan& c = convs_[i];
-    const auto& [node, tile] = cache.tiles[i];
-    SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " is for node '", node,
-              "', expected '", g().nodes[size_t(c.node)].name, "'");
+    const ConvPlan& c = convs_[i];
+    const auto& [node, tile] = bucket.tiles[i];
+    SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " of size bucket '",
+              bucket.label, "' is for node '", node, "', expected '", g().nodes[size_t(c.node)].name, "'");
     if (c.osplit >= 0) {  // the offset-group class is fixed by the options: a config of that class
       const int id = osplit_find_config(tile.c_str());
       const std::vector<int> fit =
           osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, osplit_config(c.osplit).groups);
       SCN_CHECK(std::find(fit.begin(), fit.end(), id) != fit.end(), file, ": tuning cache kernel '", tile,
                 "' for node '", node, "' is not a compiled osplit config of its class here");
-      c.osplit = id;
-      c.tuned = true;
+      ids.push_back(id);
       continue;
     }
     const int id = find_tile(tile);
     SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
-    if (id != c.cfg && igemm_config(id).tma) {
-      std::vector<uint16_t> w_host(size_t(c.K) * size_t(c.cout_w) * size_t(c.cin_p));
-      SCN_CUDA_CHECK(cudaMemcpy(w_host.data(), c.w.get(), w_host.size() * 2, cudaMemcpyDeviceToHost));
-      const std::vector<uint16_t> t = igemm_tile_weights(id, w_host, c.K, c.cout_w, c.cin_p, c.cout_p);
-      c.w_tma.alloc(t.size() * 2);
-      SCN_CUDA_CHECK(cudaMemcpy(c.w_tma.get(), t.data(), t.size() * 2, cudaMemcpyHostToDevice));
-    } else if (!igemm_config(id).tma) {
-      c.w_tma.reset();
+    ids.push_back(id);
+  }
+  // The whole bucket is checked before any weights move.
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    ConvPlan& c = convs_[i];
+    const int id = ids[i];
+    if (c.osplit >= 0) {  // osplit reads the plain weights
+      ensure_plain_weights(c);
+      c.osplit = id;
+      c.tuned = true;
+      continue;
     }
+    if (igemm_config(id).tma && !c.w_tiled.count(tiled_layout(id)))
+      c.w_tiled[tiled_layout(id)] = upload_tiled(c, id, pack_weights(c));
+    if (!igemm_config(id).tma) ensure_plain_weights(c);
     c.cfg = id;
     c.tuned = true;
   }
-  for (ConvPlan& c : convs_)
-    if (c.cfg >= 0 && igemm_config(c.cfg).tma) c.w.reset();  // TMA kernels read only the tiled copy
-  tuned_ = true;
-  exec_valid_ = false;
+  record_bucket_tiles();
 }
 
-/// The tuner, or its decisions from CudaOptions::tuning_cache when the file's key matches.
+/// The bound bucket's tiles: from CudaOptions::tuning_cache when the file's key matches and it holds
+/// the bucket, else tuned (and the file rewritten with every bucket known).
 void CudaEngine::tune_or_load() {
   const std::string& path = opt().tuning_cache;
   if (path.empty()) {
@@ -187,18 +190,26 @@ void CudaEngine::tune_or_load() {
     return;
   }
   TuningCache now = tuning_key();
-  if (const std::optional<TuningCache> file = read_tuning_cache(path)) {
-    const std::string diff = key_difference(*file, now);
-    if (diff.empty()) {
-      apply_tuning(*file, path);
-      return;
+  if (!cache_ || cache_->key != now.key) {  // read once per key (the capacities follow the grids)
+    if (const std::optional<TuningCache> file = read_tuning_cache(path)) {
+      const std::string diff = key_difference(*file, now);
+      if (diff.empty())
+        now.buckets = file->buckets;
+      else
+        std::fprintf(stderr, "scn: tuning cache %s was written for another setup (%s); re-tuning\n", path.c_str(),
+                     diff.c_str());
     }
-    std::fprintf(stderr, "scn: tuning cache %s was written for another setup (%s); re-tuning\n", path.c_str(),
-                 diff.c_str());
+    cache_ = now;
+  }
+  if (const TuningBucket* b = cache_->bucket(bucket_.label)) {
+    apply_tuning(*b, path);
+    return;
   }
   autotune();
-  for (const ConvPlan& c : convs_) now.tiles.emplace_back(g().nodes[size_t(c.node)].name, conv_kernel_name(c));
-  write_tuning_cache(path, now);
+  TuningBucket b{bucket_.label, {}};
+  for (const ConvPlan& c : convs_) b.tiles.emplace_back(g().nodes[size_t(c.node)].name, conv_kernel_name(c));
+  cache_->buckets.push_back(std::move(b));
+  write_tuning_cache(path, *cache_);
 }
 
 }  // namespace scn::cuda

@@ -221,8 +221,9 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
   }
   if (all) {
     ensure_planned();
+    select_bucket(counted);
     // A device-count input holds its rows only once its producer ran: tune at the first forward.
-    if (autotune_ && !tuned_ && !counted) tune_or_load();
+    if (autotune_ && !bucket_tuned() && !counted) tune_or_load();
   }
 }
 
@@ -232,7 +233,7 @@ void CudaEngine::forward(void* stream) {
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
-  if (autotune_ && !tuned_) {
+  if (autotune_ && !bucket_tuned()) {
     // The tuner runs on the engine's stream: after what the caller enqueued on `s` (a device-count
     // input's producer), and finished before the forward's own work on `s`.
     if (s != own_stream_) {
@@ -246,8 +247,7 @@ void CudaEngine::forward(void* stream) {
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   SCN_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
   if (use_graph_ && cap == cudaStreamCaptureStatusNone) {
-    if (!exec_valid_) capture(s);
-    SCN_CUDA_CHECK(cudaGraphLaunch(exec_, s));
+    SCN_CUDA_CHECK(cudaGraphLaunch(bucket_graph(s), s));
   } else {
     enqueue(s, nullptr);
   }
@@ -372,7 +372,10 @@ std::vector<LayerTiming> CudaEngine::profile_layers() {
 
 size_t CudaEngine::workspace_bytes() const {
   size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes();
-  for (const auto& c : convs_) b += c.w.bytes() + c.bias.bytes() + c.w_tma.bytes() + c.mult.bytes() + c.qargs.bytes();
+  for (const auto& c : convs_) {
+    b += c.w.bytes() + c.bias.bytes() + c.mult.bytes() + c.qargs.bytes();
+    for (const auto& [id, t] : c.w_tiled) b += t.bytes();
+  }
   for (const auto& in : inputs_) b += in.raw_feat.bytes() + in.raw_idx.bytes();
   for (const auto& o : out_compact_) b += o.bytes();
   return b;

@@ -4,6 +4,7 @@
 //   arena.cpp        the device arena for a frame: buffer requests, lifetimes, pointers
 //   schedule.cpp     map stream, release points, CUDA graph capture, priorities, programmatic launches
 //   autotune.cpp     timing the tile candidates of every conv; the tuning cache
+//   tile_buckets.cpp tile choices per size bucket of the frame; the weights the chosen tiles read
 //   weights.cpp      weight packing and upload
 //   errors.cpp       device error slots -> messages
 // The plan it lowers (fusion, capacities, steps, INT8 storage) is shared with the CPU backend
@@ -14,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "backends/cuda/kernels.h"
 #include "plan/engine_plan.h"
 #include "plan/memory_plan.h"
+#include "plan/size_buckets.h"
 #include "plan/tuning_cache.h"
 #include "scn/engine.h"
 
@@ -53,11 +56,15 @@ struct ConvPlan {
   bool tuned = false;
   int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
   // INT8 engines
-  int mode = 0;                        ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
-  int shadow = -1;                     ///< converted copy of the input this conv reads (Convert step), or -1
-  int dual = -1;                       ///< shadow this conv also writes: its output quantized for an int8 reader
-  int y_stride = 0;                    ///< output row stride in its elements
-  DevMem w, bias, w_tma, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
+  int mode = 0;                 ///< kernel mode: 0 fp16, 1 fp16 + quantization-aware epilogue, 2 int8
+  int shadow = -1;              ///< converted copy of the input this conv reads (Convert step), or -1
+  int dual = -1;                ///< shadow this conv also writes: its output quantized for an int8 reader
+  int y_stride = 0;             ///< output row stride in its elements
+  DevMem w, bias, mult, qargs;  // qargs: the QEpilogue of modes 1 and 2
+  /// TMA configs' re-tiled weights (igemm_tile_weights), one per tiled layout (tile_choice.h
+  /// tiled_layout) of the TMA configs some size bucket runs; `w` is dropped while only TMA configs run
+  /// the conv (tile_buckets.cpp keep_needed_weights).
+  std::map<int, DevMem> w_tiled;
 };
 
 /// The kernel a conv runs, by name ("igemm m128n16k16s4t", "osplit c16x16r32p2s6w8").
@@ -125,6 +132,7 @@ class CudaEngine final : public Engine {
   std::vector<double> time_forward(int warmup, int runs) override;
   std::vector<LayerTiming> profile_layers() override;
   size_t workspace_bytes() const override;
+  int autotune_passes() const override { return autotune_passes_; }
 
  private:
   const Graph& g() const { return *graph_; }
@@ -155,7 +163,10 @@ class CudaEngine final : public Engine {
   int64_t read_count(int s) const;
 
   // weights.cpp
+  std::vector<uint16_t> pack_weights(const ConvPlan& c) const;
   void upload_weights(ConvPlan& c);
+  DevMem upload_tiled(const ConvPlan& c, int id, const std::vector<uint16_t>& packed) const;
+  void ensure_plain_weights(ConvPlan& c);
 
   // arena.cpp: the device arena of the bound frame
   void ensure_planned();
@@ -171,13 +182,20 @@ class CudaEngine final : public Engine {
   void destroy_streams();
   void destroy_graph();
   void capture(cudaStream_t s);
+  cudaGraphExec_t bucket_graph(cudaStream_t s);
   void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev);
 
   // autotune.cpp
   void autotune();
   void tune_or_load();
   TuningCache tuning_key() const;
-  void apply_tuning(const TuningCache& cache, const std::string& file);
+  void apply_tuning(const TuningBucket& bucket, const std::string& file);
+
+  // tile_buckets.cpp
+  void select_bucket(bool device_count);
+  bool bucket_tuned() const { return bucket_tiles_.count(bucket_.label) > 0; }
+  void record_bucket_tiles();
+  void keep_needed_weights();
 
   // errors.cpp
   void reset_errors();
@@ -197,7 +215,12 @@ class CudaEngine final : public Engine {
   bool autotune_ = true;
   std::vector<int> tune_skip_;
   int forced_cfg_ = -1;
-  bool tuned_ = false;
+
+  // size buckets (tile_buckets.cpp): with the autotuner on, tiles are chosen per bucket of the frame size
+  SizeBucket bucket_;                                     ///< the bound frame's
+  std::map<std::string, std::vector<int>> bucket_tiles_;  ///< per bucket label: the config of every conv
+  std::optional<TuningCache> cache_;                      ///< CudaOptions::tuning_cache as read / written
+  int autotune_passes_ = 0;
 
   // schedule
   int lookahead_ = 3;
@@ -207,8 +230,8 @@ class CudaEngine final : public Engine {
   std::vector<int> release_base_;  ///< release points before plan_arena's memory-aware delays
   std::vector<cudaEvent_t> ev_release_, ev_built_;
   cudaEvent_t ev_join_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-  bool exec_valid_ = false;
+  std::map<std::string, cudaGraphExec_t> execs_;  ///< the captured graph of each size bucket met
+  bool exec_valid_ = false;  ///< false: every captured graph holds stale addresses (re-capture on use)
 
   // lowering
   std::vector<ConvPlan> convs_;

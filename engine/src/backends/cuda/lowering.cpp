@@ -241,7 +241,9 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
   a.x = c.shadow >= 0 ? shadows_[size_t(c.shadow)].ptr : value_ptr(node.inputs[0]);
   a.out_in = map_ptr_[size_t(c.slot)];
   a.w = c.w.get();
-  a.w_tma = c.w_tma.get();
+  // TMA configs: the copy tiled for this config (osplit reads the plain weights)
+  const auto tiled = c.cfg >= 0 ? c.w_tiled.find(tiled_layout(c.cfg)) : c.w_tiled.end();
+  a.w_tma = tiled != c.w_tiled.end() ? tiled->second.get() : nullptr;
   a.bias = c.bias.get<float>();
   a.residual = c.residual >= 0 ? value_ptr(c.residual) : nullptr;
   a.y = value_ptr(c.out_value);

@@ -66,13 +66,23 @@ void CudaEngine::destroy_streams() {
 }
 
 void CudaEngine::destroy_graph() {
-  if (exec_) cudaGraphExecDestroy(exec_);
-  exec_ = nullptr;
+  for (auto& [label, exec] : execs_) cudaGraphExecDestroy(exec);
+  execs_.clear();
   exec_valid_ = false;
 }
 
+/// The bound size bucket's graph (tile_buckets.cpp): captured at its first forward, and again for every
+/// bucket after the arena or the input staging moved (exec_valid_ false).
+cudaGraphExec_t CudaEngine::bucket_graph(cudaStream_t s) {
+  if (!exec_valid_) destroy_graph();
+  const auto it = execs_.find(bucket_.label);
+  if (it != execs_.end()) return it->second;
+  capture(s);
+  return execs_.at(bucket_.label);
+}
+
+/// Captures the forward with the bound bucket's tiles into execs_.
 void CudaEngine::capture(cudaStream_t s) {
-  destroy_graph();
   if (capture_stream_) s = capture_stream_;  // capture records the stream's priority in every kernel node
   SCN_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   cudaGraph_t graph = nullptr;
@@ -85,10 +95,12 @@ void CudaEngine::capture(cudaStream_t s) {
     throw;
   }
   SCN_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = nullptr;
   const cudaError_t e =
-      cudaGraphInstantiate(&exec_, graph, capture_stream_ ? cudaGraphInstantiateFlagUseNodePriority : 0);
+      cudaGraphInstantiate(&exec, graph, capture_stream_ ? cudaGraphInstantiateFlagUseNodePriority : 0);
   cudaGraphDestroy(graph);
   SCN_CUDA_CHECK(e);
+  execs_[bucket_.label] = exec;
   exec_valid_ = true;
 }
 

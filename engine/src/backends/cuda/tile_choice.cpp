@@ -147,6 +147,15 @@ std::vector<int> find_tiles(const std::string& name) {
   return v;
 }
 
+int tiled_layout(int id) {
+  const IgemmConfig& c = igemm_config(id);
+  for (int k = 0; k < id; ++k) {
+    const IgemmConfig& o = igemm_config(k);
+    if (o.tma && o.bk == c.bk && o.bn == c.bn && o.wgmma == c.wgmma) return k;
+  }
+  return id;
+}
+
 std::vector<std::string> compiled_tile_names() {
   std::vector<std::string> v;
   for (int id = 0; id < igemm_num_configs(); ++id) v.push_back(igemm_config(id).name);

@@ -35,6 +35,10 @@ int find_tile(const std::string& name);
 /// Every config id matching a name or shape, in every kernel mode (tune_skip).
 std::vector<int> find_tiles(const std::string& name);
 
+/// The TMA weight layout of config `id` (igemm_tile_weights: its BK, BN and wgmma swizzle), named by
+/// the smallest config id of that layout: configs of one layout share one tiled copy of a conv's weights.
+int tiled_layout(int id);
+
 /// Every compiled tile name (full names).
 std::vector<std::string> compiled_tile_names();
 
