@@ -67,7 +67,6 @@ struct Shadow {
   float inv = 0.f;    ///< to_q: 127 / range
   int stride = 0;     ///< row stride in its elements
   int producer = -1;  ///< to_q written by this conv's epilogue as a second output (no Convert step)
-  int req = -1;
   void* ptr = nullptr;
 };
 
@@ -80,7 +79,6 @@ struct SiteInfo {
   int producer_step = 0;
   int index_last = 0;   ///< last step reading bitmap/rank/perm
   int coords_last = 0;  ///< last step reading coords
-  int req_coords = -1, req_bits = -1, req_rank_local = -1, req_rank_block = -1, req_perm = -1;
   SiteIndex dev;
 };
 
@@ -153,8 +151,6 @@ class CudaEngine final : public Engine {
   // arena.cpp: the device arena of the bound frame
   void ensure_planned();
   void plan_arena();
-  void collect_requests(std::vector<BufferRequest>& req, std::vector<std::string>& req_label);
-  void place_arena(const std::vector<BufferRequest>& req, const std::vector<std::string>& req_label);
   void prepare_inputs();
   void stage_inputs(cudaStream_t s);
 
@@ -216,7 +212,6 @@ class CudaEngine final : public Engine {
   int batch_ = 1;
   bool planned_ = false;
   DevMem arena_, errors_, counts_;
-  std::vector<int> map_req_, value_req_;
   std::vector<int32_t*> map_ptr_;
   std::vector<void*> value_ptr_;
   bool forwarded_ = false;
