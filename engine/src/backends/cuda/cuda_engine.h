@@ -1,7 +1,8 @@
 // The CUDA backend's engine (docs/cuda_backend.md): one class whose members live in files by job.
 //   cuda_engine.cpp  the Engine face: build, set_input, forward, output, timing
 //   lowering.cpp     plan to launches: INT8 storage per conv, Convert steps, kernel arguments, run_step
-//   arena.cpp        the device arena for a frame: buffer requests, lifetimes, pointers
+//   arena.cpp        the device arena for a frame: its host layout allocated, pointers into it
+//   capacity_fit.cpp capacities fitted to the first frame or grown when a frame overflows them
 //   schedule.cpp     map stream, release points, CUDA graph capture, priorities, programmatic launches
 //   autotune.cpp     timing the tile candidates of every conv; the tuning cache
 //   weights.cpp      weight packing and upload
@@ -71,7 +72,7 @@ struct Shadow {
 };
 
 struct SiteInfo {
-  int64_t cap_build = 0;  ///< capacity from the build options (before clipping by the grid)
+  int64_t cap_build = 0;  ///< capacity from the build options, or as fitted / grown (before clipping by the grid)
   int64_t cap = 0;
   Int3 grid{0, 0, 0};
   int64_t words = 0;
@@ -154,6 +155,16 @@ class CudaEngine final : public Engine {
   void prepare_inputs();
   void stage_inputs(cudaStream_t s);
 
+  // capacity_fit.cpp: capacities fitted to the first frame (FirstFrame) and grown on overflow (Grow)
+  std::vector<int64_t> capacities() const;
+  void resize_input(int index, int64_t rows);
+  void set_capacities(const std::vector<int64_t>& caps);
+  std::vector<int64_t> overflow_rows(const std::vector<ErrSlot>& e, bool& other_errors) const;
+  bool measure_forward(std::vector<int64_t>& need);
+  void grow_until_fits(std::vector<int64_t> need);
+  void fit_to_first_frame();
+  bool grow_on_overflow(const std::vector<ErrSlot>& e);
+
   // schedule.cpp
   void plan_release_points();
   void create_streams();
@@ -215,6 +226,8 @@ class CudaEngine final : public Engine {
   std::vector<int32_t*> map_ptr_;
   std::vector<void*> value_ptr_;
   bool forwarded_ = false;
+  bool fit_pending_ = false;      ///< CapacitySource::FirstFrame before its measuring forward
+  bool caller_captured_ = false;  ///< a forward was recorded into the caller's own CUDA graph
 };
 
 }  // namespace scn::cuda
