@@ -91,6 +91,10 @@ struct BenchArgs {
   bool no_autotune = false;  ///< CudaOptions::autotune = false
   std::string tile;          ///< CudaOptions::tile
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
+
+  bool fit_capacities = false;   ///< BuildOptions::capacity_source = FirstFrame
+  bool grow = false;             ///< BuildOptions::on_capacity_overflow = Grow
+  double capacity_margin = 0.0;  ///< BuildOptions::capacity_margin (0: its default)
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);
