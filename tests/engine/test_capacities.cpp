@@ -1,6 +1,6 @@
 // Capacity planning (plan/capacities.h) and the CUDA arena planned on the host
-// (plan/arena_layout.h): geometry bounds, margins, batch, growth, and what the arena of CenterPoint
-// holds at the build bounds and fitted to a frame's measured rows per level (printed per buffer).
+// (plan/arena_layout.h, through scn/inspect.h cuda_arena_report): geometry bounds, margins, batch, growth, and what the
+// arena of CenterPoint holds at the build bounds and fitted to a frame's measured rows per level (printed per buffer).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,10 +9,9 @@
 #include <map>
 #include <string>
 
-#include "backends/cpu/kernel_map.h"
 #include "engine/centerpoint_graph.h"
-#include "plan/arena_layout.h"
 #include "plan/engine_plan.h"
+#include "scn/inspect.h"
 
 namespace scn {
 namespace {
@@ -31,67 +30,23 @@ Planned plan_of(const EngineBuilder& b, const BuildOptions& o) {
   return p;
 }
 
-/// The fp16 CUDA arena of `p` for one grid and batch with these capacities (the CUDA engine's
-/// defaults: rows padded to 16 channels, maps released 3 slots ahead).
-ArenaLayout fp16_arena(const Planned& p, const Int3& grid, int batch, const std::vector<int64_t>& caps) {
-  const FramePlan f = p.plan.replan({grid}, batch);
-  ArenaInputs in;
-  in.graph = p.graph.get();
-  in.analysis = p.analysis.get();
-  in.fusion = &p.plan.fusion;
-  in.groups = &p.plan.groups;
-  in.shapes = &f.shapes;
-  in.batch = batch;
-  in.site_capacity = caps;
-  for (int s = 0; s < p.analysis->num_site_sets; ++s)
-    in.site_generated.push_back(p.analysis->site_input[size_t(s)] < 0);
-  const Graph* g = p.graph.get();
-  in.row_bytes = [g](int v) { return size_t((g->values[size_t(v)].channels + 15) / 16 * 16) * 2; };
-  in.release = plan_release_points(p.plan.steps, *p.analysis, 3);
-  return plan_arena_layout(in);
-}
-
-/// Bytes by kind (coords, bitmaps, maps, activations) and the buffers alive at the arena's peak.
-void print_breakdown(const char* what, const ArenaLayout& a) {
+/// Bytes by kind (coords, bitmaps, maps, activations) and every buffer with its lifetime and offset.
+void print_breakdown(const std::string& what, const ArenaReport& a) {
   std::map<std::string, size_t> kind;
-  for (size_t i = 0; i < a.requests.size(); ++i) {
-    const std::string& l = a.labels[i];
+  for (const ArenaBuffer& b : a.buffers) {
+    const std::string& l = b.name;
     const std::string k = l.rfind("map", 0) == 0          ? "kernel maps"
                           : l.find("coords") != l.npos    ? "site coords"
                           : l.find("bits/rank") != l.npos ? "bitmaps/ranks/perms"
                                                           : "activations";
-    kind[k] += a.requests[i].bytes;
+    kind[k] += b.bytes;
   }
-  std::printf("[arena] %s: %.2f MB placed, %.2f MB most alive at one step\n", what, double(a.memory.total) / 1e6,
+  std::printf("[arena] %s: %.2f MB placed, %.2f MB most alive at one step\n", what.c_str(), double(a.total) / 1e6,
               double(a.peak_live) / 1e6);
   for (const auto& [k, b] : kind) std::printf("[arena]   sum of %-20s %8.2f MB\n", k.c_str(), double(b) / 1e6);
-  for (size_t i = 0; i < a.requests.size(); ++i)
-    std::printf("[arena]   %-40s %8.3f MB  steps %3d..%3d  @%7.2f MB\n", a.labels[i].c_str(),
-                double(a.requests[i].bytes) / 1e6, a.requests[i].first, a.requests[i].last,
-                double(a.memory.offsets[i]) / 1e6);
-}
-
-/// Measured rows per site set of a frame (CPU kernel maps), in site-set order.
-std::vector<int64_t> level_rows(const Planned& p, const std::vector<int32_t>& coords, const Int3& grid, int batch) {
-  const GraphAnalysis& an = *p.analysis;
-  const FramePlan f = p.plan.replan({grid}, batch);
-  std::vector<cpu::SiteSet> sets(size_t(an.num_site_sets));
-  std::vector<int64_t> rows(size_t(an.num_site_sets), 0);
-  for (int s = 0; s < an.num_site_sets; ++s)
-    if (an.site_input[size_t(s)] >= 0) {
-      sets[size_t(s)].shape = grid;
-      sets[size_t(s)].batch = batch;
-      sets[size_t(s)].coords = coords;
-      sets[size_t(s)].index();
-    }
-  for (const MapSlot& m : an.maps)
-    if (m.kind == MapKind::Strided) {
-      cpu::SiteSet& out = sets[size_t(m.out_sites)];
-      out.batch = batch;
-      cpu::build_strided_map(sets[size_t(m.in_sites)], m, f.shapes.site_shape[size_t(m.out_sites)], out, 1);
-    }
-  for (int s = 0; s < an.num_site_sets; ++s) rows[size_t(s)] = sets[size_t(s)].size();
-  return rows;
+  for (const ArenaBuffer& b : a.buffers)
+    std::printf("[arena]   %-40s %8.3f MB  steps %3d..%3d  @%7.2f MB\n", b.name.c_str(), double(b.bytes) / 1e6,
+                b.first_step, b.last_step, double(b.offset) / 1e6);
 }
 
 TEST(Capacities, FitGrowAndMargins) {
@@ -144,53 +99,56 @@ TEST(Capacities, GeometryBoundsAndBatch) {
 TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
   const Int3 grid{41, 1440, 1440};
   // a frame: the real nuScenes one when present, else a seeded synthetic one
-  std::vector<int32_t> coords;
   const char* dir = std::getenv("SCN_SHARED_DATA_DIR");
   const std::string path =
       std::string(dir ? dir : SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint/in_indices_zyx.torch.int32.tensor";
   const bool real = bool(std::ifstream(path));
-  if (real) {
-    const Tensor t = Tensor::load(path);
-    coords.assign(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
-  } else {
-    const test::SparseInput s = test::random_input(20000, 5, grid, 1, 7);
-    coords.assign(s.indices.ptr<int32_t>(), s.indices.ptr<int32_t>() + s.indices.numel());
-  }
-  const char* frame = real ? "real frame" : "synthetic frame";
+  const Tensor idx = real ? Tensor::load(path) : test::random_input(20000, 5, grid, 1, 7).indices;
+  const std::string frame = real ? "real frame" : "synthetic frame";
+  const Graph g = test::centerpoint_builder(grid).graph();
   // at the bounds, as `scn bench` builds it: input rows = the frame's, every level at output_bound
   BuildOptions o;
-  o.max_input_voxels = int64_t(coords.size() / 4);
-  const Planned p = plan_of(test::centerpoint_builder(grid), o);
-  const ArenaLayout bounds = fp16_arena(p, grid, 1, p.plan.capacities.site_rows);
-  print_breakdown((std::string(frame) + ", capacities at the bounds").c_str(), bounds);
-  EXPECT_GE(bounds.memory.total, bounds.peak_live);
-  for (size_t v = 0; v < p.graph->values.size(); ++v) {  // every level's activations hold its capacity
-    const int r = bounds.value_req[v];
-    if (r < 0 || !p.graph->values[v].sparse) continue;
-    const int s = p.analysis->value_sites[v];
-    EXPECT_GE(bounds.requests[size_t(r)].bytes, size_t(bounds.sites[size_t(s)].cap) * 32) << p.graph->values[v].name;
+  o.max_input_voxels = idx.dim(0);
+  const ArenaReport bounds = cuda_arena_report(g, grid, 1, o, &idx);
+  print_breakdown(frame + ", capacities at the bounds", bounds);
+  EXPECT_GE(bounds.total, bounds.peak_live);
+  ASSERT_EQ(bounds.capacity.size(), bounds.measured_rows.size());
+  EXPECT_EQ(bounds.capacity[0], idx.dim(0));
+  for (size_t s = 0; s < bounds.capacity.size(); ++s) {
+    std::printf("[arena] %s: site set %zu has %lld rows, %lld planned at the bounds\n", frame.c_str(), s,
+                (long long)bounds.measured_rows[s], (long long)bounds.capacity[s]);
+    EXPECT_GT(bounds.measured_rows[s], 0);
+    EXPECT_LE(bounds.measured_rows[s], bounds.capacity[s]);
   }
-  const std::vector<int64_t> rows = level_rows(p, coords, grid, 1);
-  for (size_t s = 0; s < rows.size(); ++s) {
-    std::printf("[arena] %s: site set %zu has %lld rows\n", frame, s, (long long)rows[s]);
-    EXPECT_GT(rows[s], 0);
-    EXPECT_LE(rows[s], p.plan.capacities.site_rows[s]);
-  }
+  o.capacity_source = CapacitySource::FirstFrame;
   size_t previous = 0;
   for (double margin : {1.0, 1.125, 1.25}) {
-    const ArenaLayout fit = fp16_arena(p, grid, 1, fit_capacities(rows, margin));
-    print_breakdown((std::string(frame) + ", capacities = rows x " + std::to_string(margin)).c_str(), fit);
-    EXPECT_LT(fit.memory.total, bounds.memory.total);
-    EXPECT_GT(fit.memory.total, previous);
-    previous = fit.memory.total;
+    o.capacity_margin = margin;
+    const ArenaReport fit = cuda_arena_report(g, grid, 1, o, &idx);
+    print_breakdown(frame + ", capacities = rows x " + std::to_string(margin), fit);
+    for (size_t s = 0; s < fit.capacity.size(); ++s)
+      EXPECT_EQ(fit.capacity[s], fitted_capacity(bounds.measured_rows[s], margin)) << s;
+    EXPECT_LT(fit.total, bounds.total);
+    EXPECT_GT(fit.total, previous);
+    previous = fit.total;
   }
   // batch 8 at the bounds: 8x the rows of every level
-  BuildOptions o8 = o;
+  BuildOptions o8;
+  o8.max_input_voxels = idx.dim(0);
   o8.max_batch = 8;
-  const Planned p8 = plan_of(test::centerpoint_builder(grid), o8);
-  const ArenaLayout b8 = fp16_arena(p8, grid, 8, p8.plan.capacities.site_rows);
-  std::printf("[arena] batch 8 at the bounds: %.2f MB\n", double(b8.memory.total) / 1e6);
-  EXPECT_GT(b8.memory.total, 4 * bounds.memory.total);
+  const ArenaReport b8 = cuda_arena_report(g, grid, 8, o8);
+  std::printf("[arena] batch 8 at the bounds: %.2f MB\n", double(b8.total) / 1e6);
+  EXPECT_GT(b8.total, 4 * bounds.total);
+  // a bad frame is an error naming the row
+  const int32_t rows[8] = {0, 3, 4, 5, 0, 3, 4, 1440};
+  const Tensor bad = Tensor::from_host(rows, {2, 4}, DType::Int32);
+  try {
+    cuda_arena_report(g, grid, 1, o, &bad);
+    ADD_FAILURE() << "a row outside the grid was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 (0, 3, 4, 1440) lies outside the grid 41x1440x1440"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
