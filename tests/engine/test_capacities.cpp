@@ -35,10 +35,10 @@ void print_breakdown(const std::string& what, const ArenaReport& a) {
   std::map<std::string, size_t> kind;
   for (const ArenaBuffer& b : a.buffers) {
     const std::string& l = b.name;
-    const std::string k = l.rfind("map", 0) == 0          ? "kernel maps"
-                          : l.find("coords") != l.npos    ? "site coords"
-                          : l.find("bits/rank") != l.npos ? "bitmaps/ranks/perms"
-                                                          : "activations";
+    const std::string k = l.rfind("map", 0) == 0       ? "kernel maps"
+                          : l.find("coords") != l.npos ? "site coords"
+                          : l.rfind("sites", 0) == 0   ? "bitmaps, ranks, perms"
+                                                       : "activations";
     kind[k] += b.bytes;
   }
   std::printf("[arena] %s: %.2f MB placed, %.2f MB most alive at one step\n", what.c_str(), double(a.total) / 1e6,

@@ -58,6 +58,10 @@ struct InspectArgs {
   std::string grid;
   int batch = 1;
   bool attrs = false;
+  bool memory = false;           ///< the CUDA arena for --grid (cuda_arena_report)
+  std::string frame_indices;     ///< --memory: a frame's indices; its rows per level fit the plan
+  int64_t max_voxels = 0;        ///< BuildOptions::max_input_voxels
+  double capacity_margin = 0.0;  ///< BuildOptions::capacity_margin (0: its default)
 };
 CLI::App* add_inspect(CLI::App& app, InspectArgs& a);
 int run_inspect(const InspectArgs& a);

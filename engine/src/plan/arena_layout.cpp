@@ -84,10 +84,13 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
     const int p = si.producer_step;
     label = detail::concat("sites", s, " coords");
     si.req_coords = add_req(size_t(si.cap) * 16, p, si.coords_last);
-    label = detail::concat("sites", s, " bits/rank/perm");
+    label = detail::concat("sites", s, " bitmap");
     si.req_bits = add_req(size_t(si.words) * 8, p, si.index_last);
+    label = detail::concat("sites", s, " rank (local)");
     si.req_rank_local = add_req(size_t(si.words) * 2, p, si.index_last);
+    label = detail::concat("sites", s, " rank (blocks)");
     si.req_rank_block = add_req(size_t(rank_blocks(si.words)) * 4, p, si.index_last);
+    label = detail::concat("sites", s, " perm");
     si.req_perm = in.site_generated[size_t(s)] ? -1 : add_req(size_t(si.cap) * 4, p, si.index_last);
   }
   // Kernel maps: out_in [cap_out x K], alive from the slot's build to its last conv.
