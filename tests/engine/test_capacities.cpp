@@ -122,7 +122,7 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
   }
   o.capacity_source = CapacitySource::FirstFrame;
   size_t previous = 0;
-  for (double margin : {1.0, 1.125, 1.25}) {
+  for (double margin : {1.0, 1.1, 1.25}) {
     o.capacity_margin = margin;
     const ArenaReport fit = cuda_arena_report(g, grid, 1, o, &idx);
     print_breakdown(frame + ", capacities = rows x " + std::to_string(margin), fit);

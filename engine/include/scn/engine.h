@@ -85,7 +85,7 @@ struct BuildOptions {
   CapacitySource capacity_source = CapacitySource::Bounds;          ///< CUDA
   CapacityOverflow on_capacity_overflow = CapacityOverflow::Error;  ///< CUDA
   /// CUDA: rows planned per measured row when capacities follow a frame (FirstFrame, Grow); >= 1.
-  double capacity_margin = 1.125;
+  double capacity_margin = 1.1;
   bool cuda_graph = true;                 ///< CUDA: capture forward into a CUDA graph and replay
   int device = 0;                         ///< CUDA device ordinal
   CudaOptions cuda;                       ///< CUDA backend settings
