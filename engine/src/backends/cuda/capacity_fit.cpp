@@ -87,18 +87,18 @@ bool CudaEngine::measure_forward(std::vector<int64_t>& need) {
   return !other;
 }
 
-void CudaEngine::grow_until_fits(std::vector<int64_t> need) {
+bool CudaEngine::grow_until_fits(std::vector<int64_t> need) {
   // A set that overflowed dropped sites, so the sets after it measured too few: each pass fixes at
   // least the first overflowing set, and a graph has num_site_sets of them.
   const double margin = options_.capacity_margin;
   for (int pass = 0;; ++pass) {
     bool any = false;
     for (size_t s = 0; s < need.size(); ++s) any = any || need[s] > sites_[s].cap_build;
-    if (!any) return;
+    if (!any) return true;
     SCN_CHECK(pass <= an().num_site_sets, g().source, ": capacities still overflow after ", pass,
               " growth passes (an internal error: every pass grows the first overflowing site set)");
     set_capacities(grow_capacities(capacities(), need, margin));
-    if (!measure_forward(need)) return;  // a bad input: check_errors() reports it
+    if (!measure_forward(need)) return false;  // a bad input: check_errors() reports it
   }
 }
 
@@ -110,8 +110,10 @@ void CudaEngine::fit_to_first_frame() {
   // what overflowed, then every set is fitted to its measured rows x margin.
   set_capacities(first_frame_capacities(an(), capacities(), {}, margin));
   std::vector<int64_t> need;
-  if (!measure_forward(need)) return;
-  grow_until_fits(need);
+  if (!measure_forward(need) || !grow_until_fits(need)) {
+    fit_pending_ = true;  // a bad input (reported by check_errors): fit to the next frame instead
+    return;
+  }
   std::vector<int64_t> counts(size_t(an().num_site_sets), 0);
   std::vector<int> host(counts.size(), 0);
   SCN_CUDA_CHECK(cudaMemcpy(host.data(), counts_.get(), host.size() * sizeof(int), cudaMemcpyDeviceToHost));

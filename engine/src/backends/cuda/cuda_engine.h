@@ -161,7 +161,7 @@ class CudaEngine final : public Engine {
   void set_capacities(const std::vector<int64_t>& caps);
   std::vector<int64_t> overflow_rows(const std::vector<ErrSlot>& e, bool& other_errors) const;
   bool measure_forward(std::vector<int64_t>& need);
-  void grow_until_fits(std::vector<int64_t> need);
+  bool grow_until_fits(std::vector<int64_t> need);
   void fit_to_first_frame();
   bool grow_on_overflow(const std::vector<ErrSlot>& e);
 
