@@ -388,6 +388,28 @@ TEST_F(Cli, InspectListsNodesAndTheKernelMapPlan) {
       << r.out;
 }
 
+// --memory: the CUDA arena planned on the host, at the bounds and fitted to the frame's rows per level.
+TEST_F(Cli, InspectMemoryPrintsTheArenaAtTheBoundsAndFittedToAFrame) {
+  const Result r = scn_cli("inspect " + quote(model_) + " --grid 9x8x8 --memory --max-voxels 1000 --frame " +
+                           quote(indices_) + " --capacity-margin 1.5");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* s : {"CUDA device arena (FP16, grid 9x8x8, batch 1", "fitted (x1.500)",
+                        "arena at the bounds:", "arena fitted to the frame:", "buffers of the fitted arena",
+                        "sites0 coords", "sites0 bitmap", "map0 (conv0)"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  // the input set: 1000 rows at the bounds, the frame's kRows measured, x 1.5 (at least 256) fitted
+  const size_t at = r.out.find("\n  s0 ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream row(r.out.substr(at + 5, r.out.find('\n', at + 1) - at - 5));
+  int64_t bound = 0, measured = 0, fitted = 0;
+  row >> bound >> measured >> fitted;
+  EXPECT_EQ(bound, 1000) << r.out;
+  EXPECT_EQ(measured, kRows) << r.out;
+  EXPECT_EQ(fitted, std::max<int64_t>(256, (kRows * 3 + 1) / 2)) << r.out;
+  // --memory needs --grid
+  EXPECT_EQ(scn_cli("inspect " + quote(model_) + " --memory").code, 2);
+}
+
 TEST_F(Cli, InspectReportsEveryValidationError) {
   scn::test::ModelDef m = scn::test::small_centerpoint();
   m.node("conv1").set(scn::test::attr_int("groups", 2));

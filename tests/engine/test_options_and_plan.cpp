@@ -56,6 +56,15 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o = {};
   o.precision = Precision(9);
   expect_error_naming(o, "BuildOptions.precision");
+  o = {};
+  o.capacity_source = CapacitySource(2);
+  expect_error_naming(o, "BuildOptions.capacity_source");
+  o = {};
+  o.on_capacity_overflow = CapacityOverflow(5);
+  expect_error_naming(o, "BuildOptions.on_capacity_overflow");
+  o = {};
+  o.capacity_margin = 0.9;  // fewer rows than measured would overflow at once
+  expect_error_naming(o, "BuildOptions.capacity_margin");
 }
 
 TEST(Options, TileNamesAreCheckedAgainstTheCompiledList) {

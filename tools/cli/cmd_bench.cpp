@@ -64,6 +64,12 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   c->add_flag("--tune-once", a.tune_once,
               "CUDA: tune the tiles on the first frame only and keep them for every size (one size bucket)");
+  c->add_flag("--fit-capacities", a.fit_capacities,
+              "CUDA: plan every level's rows from the first frame (measured) x the margin, not the bounds");
+  c->add_flag("--grow", a.grow, "CUDA: a frame larger than the plan grows it (re-plan, re-run) instead of an error");
+  c->add_option("--capacity-margin", a.capacity_margin,
+                "CUDA: rows planned per measured row (--fit-capacities, --grow)")
+      ->check(CLI::Range(1.0, 16.0));
   f->needs(i);
   i->needs(f);
   f->excludes(s);
@@ -183,6 +189,9 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
+  if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
+  if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
+  if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);
   const double build_ms = ms_since(t_build);

@@ -18,6 +18,21 @@ CLI::App* add_inspect(CLI::App& app, InspectArgs& a) {
       ->check(grid_validator());
   c->add_option("--batch", a.batch, "Batch size for the shapes")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   c->add_flag("--attrs", a.attrs, "Also list the exporter attributes scn only reports");
+  CLI::Option* grid = c->get_option("--grid");
+  CLI::Option* mem = c->add_flag("--memory", a.memory,
+                                 "With --grid: the CUDA engine's FP16 device arena, every buffer (no GPU needed)")
+                         ->needs(grid);
+  c->add_option("--frame", a.frame_indices,
+                "With --memory: a frame's indices (.tensor [N,4] int32): its rows per level, and the arena fitted to "
+                "them (BuildOptions::capacity_source = FirstFrame)")
+      ->needs(mem)
+      ->check(CLI::ExistingFile);
+  c->add_option("--max-voxels", a.max_voxels, "With --memory: BuildOptions::max_input_voxels (0: from the graph)")
+      ->needs(mem)
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  c->add_option("--capacity-margin", a.capacity_margin, "With --frame: rows planned per measured row")
+      ->needs(mem)
+      ->check(CLI::Range(1.0, 16.0));
   return c;
 }
 
@@ -35,6 +50,46 @@ std::string precision_string(const QuantAttrs& q) {
   std::string s = precision_name(q.precision);
   if (q.output_precision != q.precision) s += std::string("->") + precision_name(q.output_precision);
   return s;
+}
+
+/// The CUDA arena at the bounds and, with a frame, fitted to its rows per level; every buffer of
+/// the last one.
+void print_memory(const Graph& g, const InspectArgs& args) {
+  const Int3 grid = parse_grid(args.grid);
+  BuildOptions o;
+  o.max_batch = args.batch;
+  o.max_input_voxels = args.max_voxels;
+  if (args.capacity_margin > 0) o.capacity_margin = args.capacity_margin;
+  Tensor frame;
+  if (!args.frame_indices.empty()) frame = Tensor::load(args.frame_indices);
+  const Tensor* fp = frame.defined() ? &frame : nullptr;
+  const ArenaReport bounds = cuda_arena_report(g, grid, args.batch, o, fp);
+  o.capacity_source = CapacitySource::FirstFrame;
+  const ArenaReport fitted = fp ? cuda_arena_report(g, grid, args.batch, o, fp) : bounds;
+  std::printf("\nCUDA device arena (FP16, grid %s, batch %d; weights and input staging outside it):\n",
+              join_int3(grid).c_str(), args.batch);
+  Table st(fp ? std::vector<std::string>{"site set", "rows at the bounds", "frame rows",
+                                         "fitted (x" + fixed(o.capacity_margin, 3) + ")"}
+              : std::vector<std::string>{"site set", "rows at the bounds"});
+  for (size_t s = 0; s < bounds.capacity.size(); ++s) {
+    std::vector<std::string> row = {"s" + std::to_string(s), std::to_string(bounds.capacity[s])};
+    if (fp) {
+      row.push_back(std::to_string(bounds.measured_rows[s]));
+      row.push_back(std::to_string(fitted.capacity[s]));
+    }
+    st.add(row);
+  }
+  std::printf("%s", st.str("  ").c_str());
+  std::printf("  arena at the bounds: %s (most alive at one step %s)\n", format_bytes(double(bounds.total)).c_str(),
+              format_bytes(double(bounds.peak_live)).c_str());
+  if (fp)
+    std::printf("  arena fitted to the frame: %s (most alive at one step %s)\n",
+                format_bytes(double(fitted.total)).c_str(), format_bytes(double(fitted.peak_live)).c_str());
+  Table bt({"buffer", "bytes", "steps", "offset"});
+  for (const ArenaBuffer& b : fitted.buffers)
+    bt.add({b.name, format_bytes(double(b.bytes)), std::to_string(b.first_step) + ".." + std::to_string(b.last_step),
+            format_bytes(double(b.offset))});
+  std::printf("\nbuffers of the %s arena:\n%s", fp ? "fitted" : "bounds", bt.str("  ").c_str());
 }
 
 void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::string>& errors, bool complete) {
@@ -173,6 +228,13 @@ void print_graph(const Graph& g, const InspectArgs& args, std::vector<std::strin
               std::to_string(s.nodes.size()) + ": " + convs});
     }
     std::printf("%s", mt.str("  ").c_str());
+  }
+  if (have_shapes && args.memory) {
+    try {
+      print_memory(g, args);
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
   }
 }
 

@@ -59,6 +59,10 @@ struct InspectArgs {
   std::string grid;
   int batch = 1;
   bool attrs = false;
+  bool memory = false;           ///< the CUDA arena for --grid (cuda_arena_report)
+  std::string frame_indices;     ///< --memory: a frame's indices; its rows per level fit the plan
+  int64_t max_voxels = 0;        ///< BuildOptions::max_input_voxels
+  double capacity_margin = 0.0;  ///< BuildOptions::capacity_margin (0: its default)
 };
 CLI::App* add_inspect(CLI::App& app, InspectArgs& a);
 int run_inspect(const InspectArgs& a);
@@ -94,6 +98,9 @@ struct BenchArgs {
   std::string tuning_cache;  ///< CudaOptions::tuning_cache
   int offset_groups = 0;     ///< CudaOptions::offset_groups
   bool tune_once = false;    ///< CudaOptions::tune_bucket_factor = 0
+  bool fit_capacities = false;   ///< BuildOptions::capacity_source = FirstFrame
+  bool grow = false;             ///< BuildOptions::on_capacity_overflow = Grow
+  double capacity_margin = 0.0;  ///< BuildOptions::capacity_margin (0: its default)
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

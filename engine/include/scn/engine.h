@@ -71,6 +71,22 @@ struct CudaOptions {
   double tune_bucket_factor = 1.5;  ///< 0, or 1.1 to 16
 };
 
+/// Where the CUDA engine's rows per site set (level) come from (docs/cuda_backend.md "Memory and
+/// capacities").
+enum class CapacitySource {
+  Bounds = 0,      ///< max_input_voxels / output_bound x max_batch, tightened by the geometry (default)
+  FirstFrame = 1,  ///< the first bound frame's measured rows per level x capacity_margin (one extra forward)
+};
+
+/// What the CUDA engine does with a frame that needs more rows than planned.
+enum class CapacityOverflow {
+  Error = 0,  ///< set_input / check_errors() / output() throw scn::Error naming the input or node (default)
+  /// The capacities grow to the needed rows x capacity_margin, the arena is re-planned and the forward
+  /// re-run from the still-bound input before check_errors() / output() return (a correct result, never
+  /// a truncated one); set_input grows the input staging at once.
+  Grow = 1,
+};
+
 struct BuildOptions {
   Backend backend = Backend::Auto;        ///< Auto: CUDA when built with it and a usable GPU is present
   Precision precision = Precision::Fp16;  ///< activations stored in this precision
@@ -78,6 +94,10 @@ struct BuildOptions {
   /// CUDA: capacity planned for the input voxels. 0 = the largest output_bound of the graph.
   int64_t max_input_voxels = 0;
   int max_batch = 1;                      ///< CUDA: batch size the capacities are planned for
+  CapacitySource capacity_source = CapacitySource::Bounds;          ///< CUDA
+  CapacityOverflow on_capacity_overflow = CapacityOverflow::Error;  ///< CUDA
+  /// CUDA: rows planned per measured row when capacities follow a frame (FirstFrame, Grow); >= 1.
+  double capacity_margin = 1.1;
   bool cuda_graph = true;                 ///< CUDA: capture forward into a CUDA graph and replay
   int device = 0;                         ///< CUDA device ordinal
   CudaOptions cuda;                       ///< CUDA backend settings

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "scn/engine.h"
 #include "scn/graph.h"
+#include "scn/tensor.h"
 
 namespace scn {
 
@@ -57,5 +59,30 @@ struct InputLayout {
   std::string grid_node;  ///< the node that states it
 };
 InputLayout expected_input(const Graph& graph);
+
+/// One buffer of the CUDA engine's device arena.
+struct ArenaBuffer {
+  std::string name;  ///< e.g. "sites1 coords", "map3 (conv5)", "value 'x'"
+  size_t bytes = 0;
+  int first_step = 0, last_step = 0;  ///< alive over these node steps
+  size_t offset = 0;                  ///< in the arena
+};
+
+struct ArenaReport {
+  std::vector<int64_t> capacity;       ///< per site set: rows planned (clipped by the grid)
+  std::vector<int64_t> measured_rows;  ///< per site set: the frame's rows (empty without a frame)
+  std::vector<ArenaBuffer> buffers;
+  size_t total = 0;      ///< arena bytes
+  size_t peak_live = 0;  ///< most bytes alive at one step (a lower bound on total)
+};
+
+/// The device arena an FP16 CUDA engine plans for `grid` and `batch` under `options`
+/// (max_input_voxels, max_batch, cuda.map_lookahead), computed on the host without a GPU. With
+/// `frame_indices` ([N, 4] int32 on the host, (batch, i0, i1, i2) inside `grid`) the frame's rows per
+/// site set are measured (CPU kernel maps) and, under CapacitySource::FirstFrame, every capacity is
+/// those rows x capacity_margin as the engine fits them. Weights, input staging and error slots
+/// live outside the arena (Engine::workspace_bytes() adds them). Throws scn::Error naming a bad row.
+ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
+                              const Tensor* frame_indices = nullptr);
 
 }  // namespace scn

@@ -34,6 +34,13 @@ void validate(const BuildOptions& o) {
   SCN_CHECK(o.max_input_voxels >= 0, "BuildOptions.max_input_voxels must be >= 0 (0 = from the graph), got ",
             o.max_input_voxels);
   SCN_CHECK(o.max_batch >= 1, "BuildOptions.max_batch must be >= 1, got ", o.max_batch);
+  SCN_CHECK(o.capacity_source == CapacitySource::Bounds || o.capacity_source == CapacitySource::FirstFrame,
+            "BuildOptions.capacity_source = ", int(o.capacity_source), " is not a CapacitySource (Bounds, FirstFrame)");
+  SCN_CHECK(o.on_capacity_overflow == CapacityOverflow::Error || o.on_capacity_overflow == CapacityOverflow::Grow,
+            "BuildOptions.on_capacity_overflow = ", int(o.on_capacity_overflow),
+            " is not a CapacityOverflow (Error, Grow)");
+  SCN_CHECK(o.capacity_margin >= 1.0 && o.capacity_margin <= 16.0,
+            "BuildOptions.capacity_margin must be in [1, 16] (rows planned per measured row), got ", o.capacity_margin);
   SCN_CHECK(o.device >= 0, "BuildOptions.device must be >= 0, got ", o.device);
   const CudaOptions& c = o.cuda;
   SCN_CHECK(c.map_lookahead >= 0,

@@ -1,8 +1,25 @@
 #include "plan/capacities.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 
 namespace scn {
+
+namespace {
+
+/// Output sites one input site can reach through a strided conv: along an axis, the taps j with
+/// (x + pad - j d) divisible by s are one in every s / gcd(s, d), so prod(ceil(k / (s / gcd(s, d)))).
+int64_t reach(const MapSlot& m) {
+  int64_t fan = 1;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t period = m.stride[d] / std::gcd(m.stride[d], std::max(1, m.dilation[d]));
+    fan *= (m.kernel_size[d] + period - 1) / period;
+  }
+  return fan;
+}
+
+}  // namespace
 
 Capacities plan_capacities(const Graph& g, const GraphAnalysis& an, int64_t max_input_voxels, int max_batch) {
   int64_t largest_bound = 0;
@@ -18,12 +35,43 @@ Capacities plan_capacities(const Graph& g, const GraphAnalysis& an, int64_t max_
     if (m.kind != MapKind::Strided) continue;
     int64_t ob = 0;
     for (int n : m.nodes) ob = std::max(ob, g.nodes[size_t(n)].conv.output_bound);
-    int64_t fan = 1;
-    for (int d = 0; d < 3; ++d) fan *= (m.kernel_size[d] + m.stride[d] - 1) / m.stride[d];
     const int64_t in_cap = c.site_rows[size_t(m.in_sites)];
-    c.site_rows[size_t(m.out_sites)] =
-        ob > 0 ? ob * max_batch : std::min(in_cap * fan, std::max(in_cap, fallback * max_batch));
+    const int64_t stated = ob > 0 ? ob * max_batch : std::max(in_cap, fallback * max_batch);
+    c.site_rows[size_t(m.out_sites)] = std::min(stated, in_cap * reach(m));
   }
+  return c;
+}
+
+int64_t fitted_capacity(int64_t count, double margin) {
+  return std::max(kMinFittedCapacity, int64_t(std::ceil(double(std::max<int64_t>(count, 0)) * margin)));
+}
+
+std::vector<int64_t> first_frame_capacities(const GraphAnalysis& an, const std::vector<int64_t>& bounds,
+                                            const std::vector<int64_t>& input_rows, double margin) {
+  std::vector<int64_t> c = bounds;
+  for (int s = 0; s < an.num_site_sets; ++s) {
+    const int k = an.site_input[size_t(s)];
+    if (k >= 0 && size_t(k) < input_rows.size() && input_rows[size_t(k)] >= 0)
+      c[size_t(s)] = fitted_capacity(input_rows[size_t(k)], margin);
+  }
+  // maps are in graph order: a strided slot's input set is final before its output set is guessed
+  for (const MapSlot& m : an.maps)
+    if (m.kind == MapKind::Strided)
+      c[size_t(m.out_sites)] = std::min(bounds[size_t(m.out_sites)], c[size_t(m.in_sites)]);
+  return c;
+}
+
+std::vector<int64_t> grow_capacities(const std::vector<int64_t>& current, const std::vector<int64_t>& needed,
+                                     double margin) {
+  std::vector<int64_t> c = current;
+  for (size_t s = 0; s < c.size() && s < needed.size(); ++s)
+    if (needed[s] > c[s]) c[s] = std::max(c[s] + 1, fitted_capacity(needed[s], margin));
+  return c;
+}
+
+std::vector<int64_t> fit_capacities(const std::vector<int64_t>& counts, double margin) {
+  std::vector<int64_t> c(counts.size());
+  for (size_t s = 0; s < counts.size(); ++s) c[s] = fitted_capacity(counts[s], margin);
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include "backends/cuda/tile_choice.h"
 #include "core/input_check.h"
 #include "core/options.h"
+#include "plan/capacities.h"
 
 namespace scn {
 
@@ -93,6 +94,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   for (const std::string& t : opt().tune_skip)
     for (int id : find_tiles(t)) tune_skip_.push_back(id);
   use_graph_ = options.cuda_graph;
+  fit_pending_ = options.capacity_source == CapacitySource::FirstFrame;
 
   for (const MapSlot& m : an().maps) {
     if (m.kind != MapKind::Strided) continue;
@@ -163,12 +165,19 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
   const int64_t n = features.dim(0);
   const int s = an().value_sites[size_t(graph_->inputs[size_t(index)])];
   const SiteInfo& si = sites_[size_t(s)];
+  // FirstFrame: the input's rows planned from the frame; Grow: a larger frame grows them (capacity_fit.cpp).
+  const int64_t fitted = fitted_capacity(n, options_.capacity_margin);
+  if (!device_count && (fit_pending_ ? fitted != si.cap_build
+                                     : n > si.cap_build && options_.on_capacity_overflow == CapacityOverflow::Grow))
+    resize_input(index, fitted);
   // A device count is checked on the device (the buffers may hold more rows than are valid).
   SCN_CHECK(device_count || n <= si.cap_build, labels.features, ": input '", name, "': ", n,
             " voxels exceed the capacity ", si.cap_build,
             " planned at build (BuildOptions.max_input_voxels x max_batch; 0 = the largest output_bound of the "
             "graph, else ",
-            kDefaultCapacity, "); rebuild with a larger max_input_voxels");
+            kDefaultCapacity,
+            "); rebuild with a larger max_input_voxels, or set BuildOptions.on_capacity_overflow = "
+            "CapacityOverflow::Grow");
   for (size_t i = 0; i < inputs_.size(); ++i)
     SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name, "': batch size ",
               batch_size, " differs from the other inputs' ", batch_);
@@ -221,6 +230,7 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
   }
   if (all) {
     ensure_planned();
+    if (fit_pending_ && !counted) fit_to_first_frame();
     select_bucket(counted);
     // A device-count input holds its rows only once its producer ran: tune at the first forward.
     if (autotune_ && !bucket_tuned() && !counted) tune_or_load();
@@ -233,6 +243,13 @@ void CudaEngine::forward(void* stream) {
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
+  if (fit_pending_) {  // a device-count input: its rows exist once the caller's producer ran
+    if (s != own_stream_) {
+      SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
+    }
+    fit_to_first_frame();
+  }
   if (autotune_ && !bucket_tuned()) {
     // The tuner runs on the engine's stream: after what the caller enqueued on `s` (a device-count
     // input's producer), and finished before the forward's own work on `s`.
@@ -246,6 +263,7 @@ void CudaEngine::forward(void* stream) {
   stage_inputs(s);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   SCN_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
+  caller_captured_ = caller_captured_ || cap != cudaStreamCaptureStatusNone;
   if (use_graph_ && cap == cudaStreamCaptureStatusNone) {
     SCN_CUDA_CHECK(cudaGraphLaunch(bucket_graph(s), s));
   } else {
@@ -308,7 +326,14 @@ void CudaEngine::check_errors() {
   if (!forwarded_) return;
   SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
   std::vector<ErrSlot> e(g().nodes.size() * kNumErrKinds);
-  SCN_CUDA_CHECK(cudaMemcpy(e.data(), errors_.get(), e.size() * sizeof(ErrSlot), cudaMemcpyDeviceToHost));
+  auto read = [&] {
+    SCN_CUDA_CHECK(cudaMemcpy(e.data(), errors_.get(), e.size() * sizeof(ErrSlot), cudaMemcpyDeviceToHost));
+    for (const ErrSlot& es : e)
+      if (es.hits) return true;
+    return false;
+  };
+  // Grow: the overflowed capacities grow and the forward re-runs; what remains is reported below.
+  if (read() && grow_on_overflow(e)) read();
   for (size_t n = 0; n < g().nodes.size(); ++n) {
     for (int k = 0; k < kNumErrKinds; ++k) {
       const ErrSlot& es = e[n * kNumErrKinds + size_t(k)];

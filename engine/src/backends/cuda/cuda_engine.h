@@ -1,7 +1,8 @@
 // The CUDA backend's engine (docs/cuda_backend.md): one class whose members live in files by job.
 //   cuda_engine.cpp  the Engine face: build, set_input, forward, output, timing
 //   lowering.cpp     plan to launches: INT8 storage per conv, Convert steps, kernel arguments, run_step
-//   arena.cpp        the device arena for a frame: buffer requests, lifetimes, pointers
+//   arena.cpp        the device arena for a frame: its host layout allocated, pointers into it
+//   capacity_fit.cpp capacities fitted to the first frame or grown when a frame overflows them
 //   schedule.cpp     map stream, release points, CUDA graph capture, priorities, programmatic launches
 //   autotune.cpp     timing the tile candidates of every conv; the tuning cache
 //   tile_buckets.cpp tile choices per size bucket of the frame; the weights the chosen tiles read
@@ -81,12 +82,11 @@ struct Shadow {
   float inv = 0.f;    ///< to_q: 127 / range
   int stride = 0;     ///< row stride in its elements
   int producer = -1;  ///< to_q written by this conv's epilogue as a second output (no Convert step)
-  int req = -1;
   void* ptr = nullptr;
 };
 
 struct SiteInfo {
-  int64_t cap_build = 0;  ///< capacity from the build options (before clipping by the grid)
+  int64_t cap_build = 0;  ///< capacity from the build options, or as fitted / grown (before clipping by the grid)
   int64_t cap = 0;
   Int3 grid{0, 0, 0};
   int64_t words = 0;
@@ -94,7 +94,6 @@ struct SiteInfo {
   int producer_step = 0;
   int index_last = 0;   ///< last step reading bitmap/rank/perm
   int coords_last = 0;  ///< last step reading coords
-  int req_coords = -1, req_bits = -1, req_rank_local = -1, req_rank_block = -1, req_perm = -1;
   SiteIndex dev;
 };
 
@@ -171,10 +170,18 @@ class CudaEngine final : public Engine {
   // arena.cpp: the device arena of the bound frame
   void ensure_planned();
   void plan_arena();
-  void collect_requests(std::vector<BufferRequest>& req, std::vector<std::string>& req_label);
-  void place_arena(const std::vector<BufferRequest>& req, const std::vector<std::string>& req_label);
   void prepare_inputs();
   void stage_inputs(cudaStream_t s);
+
+  // capacity_fit.cpp: capacities fitted to the first frame (FirstFrame) and grown on overflow (Grow)
+  std::vector<int64_t> capacities() const;
+  void resize_input(int index, int64_t rows);
+  void set_capacities(const std::vector<int64_t>& caps);
+  std::vector<int64_t> overflow_rows(const std::vector<ErrSlot>& e, bool& other_errors) const;
+  bool measure_forward(std::vector<int64_t>& need);
+  bool grow_until_fits(std::vector<int64_t> need);
+  void fit_to_first_frame();
+  bool grow_on_overflow(const std::vector<ErrSlot>& e);
 
   // schedule.cpp
   void plan_release_points();
@@ -246,10 +253,11 @@ class CudaEngine final : public Engine {
   int batch_ = 1;
   bool planned_ = false;
   DevMem arena_, errors_, counts_;
-  std::vector<int> map_req_, value_req_;
   std::vector<int32_t*> map_ptr_;
   std::vector<void*> value_ptr_;
   bool forwarded_ = false;
+  bool fit_pending_ = false;      ///< CapacitySource::FirstFrame before its measuring forward
+  bool caller_captured_ = false;  ///< a forward was recorded into the caller's own CUDA graph
 };
 
 }  // namespace scn::cuda

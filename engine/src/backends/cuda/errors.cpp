@@ -26,14 +26,21 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
   if (kind == kErrOverflow && n.op == OpType::Input) {  // a device-side row count (set_input_device_count)
     if (e.row < 0) return detail::concat("input '", n.name, "' (device count): the row count is negative");
     return detail::concat("input '", n.name, "' (device count): ", e.v0, " voxels exceed the capacity of ", e.v1,
-                          " planned at build (BuildOptions.max_input_voxels x max_batch); only the first ", e.v1,
-                          " rows were read. Rebuild with a larger max_input_voxels");
+                          " planned (BuildOptions.max_input_voxels x max_batch, or as fitted to a frame); only the "
+                          "first ",
+                          e.v1,
+                          " rows were read. Rebuild with a larger max_input_voxels, or set "
+                          "BuildOptions.on_capacity_overflow = CapacityOverflow::Grow");
   }
   if (kind == kErrOverflow) {
-    return detail::concat(g.source, ": ", g.describe(node), ": ", e.v0, " output sites exceed the capacity of ", e.v1,
-                          " planned from output_bound=", n.conv.output_bound, " x max_batch=", options_.max_batch, " (",
-                          e.v0 - e.v1,
-                          " sites were dropped); rebuild with a larger output_bound or BuildOptions.max_input_voxels");
+    const bool bounds = options_.capacity_source == CapacitySource::Bounds;
+    return detail::concat(
+        g.source, ": ", g.describe(node), ": ", e.v0, " output sites exceed the capacity of ", e.v1,
+        bounds ? detail::concat(" planned from output_bound=", n.conv.output_bound, " x max_batch=", options_.max_batch)
+               : std::string(" fitted to the first frame (CapacitySource::FirstFrame)"),
+        " (", e.v0 - e.v1,
+        " sites were dropped); rebuild with a larger output_bound or BuildOptions.max_input_voxels, "
+        "or set BuildOptions.on_capacity_overflow = CapacityOverflow::Grow");
   }
   // input errors: name the row and read its coordinates back from the staging copy
   int in_idx = 0;

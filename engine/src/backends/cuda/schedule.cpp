@@ -7,33 +7,19 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_engine.h"
+#include "plan/arena_layout.h"
 
 namespace scn::cuda {
 
 /// Release point of every map slot (the node whose step releases its build on the map stream).
 void CudaEngine::plan_release_points() {
-  const GraphAnalysis& ana = an();
   // Kernel maps depend only on coordinates: with a map stream, slot j of the build order is
   // released when the main stream reaches the first conv of slot j - lookahead (the slots before
   // right after the inputs) and built on the side stream while earlier levels convolve.
-  release_node_.assign(ana.maps.size(), 0);
-  map_order_.clear();
-  for (const Step& st : steps_)
-    if (st.kind == StepKind::Map) map_order_.push_back(st.slot);
-  bool inputs_first = true;
-  bool seen_other = false;
-  for (const Step& st : steps_) {
-    if (st.kind == StepKind::Input && seen_other) inputs_first = false;
-    if (st.kind != StepKind::Input) seen_other = true;
-  }
-  if (!inputs_first) lookahead_ = 0;
-  for (size_t j = 0; j < map_order_.size(); ++j) {
-    const int m = map_order_[j];
-    release_node_[size_t(m)] = (lookahead_ > 0 && j >= size_t(lookahead_))
-                                   ? ana.maps[size_t(map_order_[j - size_t(lookahead_)])].first_node
-                               : lookahead_ > 0 ? 0
-                                                : ana.maps[size_t(m)].first_node;
-  }
+  const ReleasePoints r = scn::plan_release_points(steps_, an(), lookahead_);
+  lookahead_ = r.lookahead;
+  map_order_ = r.map_order;
+  release_node_ = r.release;
   release_base_ = release_node_;
 }
 

@@ -1,0 +1,91 @@
+// scn/inspect.h cuda_arena_report: the CUDA engine's device arena planned on the host
+// (plan/arena_layout.h) for a grid, a batch and, optionally, a frame's measured rows per level.
+#include <memory>
+
+#include "backends/cpu/kernel_map.h"
+#include "plan/arena_layout.h"
+#include "plan/engine_plan.h"
+#include "scn/inspect.h"
+
+namespace scn {
+
+namespace {
+
+/// Rows per site set of a frame: the input sets hold its rows, every strided level the sites the
+/// CPU kernel maps generate from them.
+std::vector<int64_t> measure_rows(const GraphAnalysis& an, const ShapeInfo& shapes, const Tensor& idx, const Int3& grid,
+                                  int batch) {
+  SCN_CHECK(idx.device() == Device::Host && idx.dtype() == DType::Int32 && idx.ndim() == 2 && idx.dim(1) == 4,
+            "frame indices: expected a host int32 tensor [N, 4], got ", idx.ndim(), " dimensions");
+  const int32_t* p = idx.ptr<int32_t>();
+  const int64_t n = idx.dim(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t* r = p + 4 * i;
+    SCN_CHECK(r[0] >= 0 && r[0] < batch, "frame indices: row ", i, " has batch index ", r[0], ", outside 0..",
+              batch - 1);
+    for (int d = 0; d < 3; ++d)
+      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[size_t(d)], "frame indices: row ", i, " (", r[0], ", ", r[1], ", ",
+                r[2], ", ", r[3], ") lies outside the grid ", int3_string(grid));
+  }
+  std::vector<cpu::SiteSet> sets(size_t(an.num_site_sets));
+  for (int s = 0; s < an.num_site_sets; ++s)
+    if (an.site_input[size_t(s)] >= 0) {
+      sets[size_t(s)].shape = grid;
+      sets[size_t(s)].batch = batch;
+      sets[size_t(s)].coords.assign(p, p + 4 * n);
+      sets[size_t(s)].index();
+    }
+  for (const MapSlot& m : an.maps)
+    if (m.kind == MapKind::Strided) {
+      sets[size_t(m.out_sites)].batch = batch;
+      cpu::build_strided_map(sets[size_t(m.in_sites)], m, shapes.site_shape[size_t(m.out_sites)],
+                             sets[size_t(m.out_sites)], 1);
+    }
+  std::vector<int64_t> rows;
+  for (const cpu::SiteSet& s : sets) rows.push_back(s.size());
+  return rows;
+}
+
+}  // namespace
+
+ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
+                              const Tensor* frame_indices) {
+  SCN_CHECK(graph.inputs.size() == 1, graph.source, ": the arena report takes one input grid; the graph has ",
+            graph.inputs.size(), " inputs");
+  SCN_CHECK(batch >= 1 && batch <= options.max_batch, "batch ", batch,
+            " is outside 1..BuildOptions.max_batch = ", options.max_batch);
+  auto g = std::make_shared<const Graph>(graph);
+  auto an = std::make_shared<const GraphAnalysis>(analyze_graph(*g));
+  BuildOptions fp16 = options;
+  fp16.precision = Precision::Fp16;
+  const EnginePlan plan = make_plan(g, an, fp16);
+  const FramePlan frame = plan.replan({grid}, batch);
+  ArenaReport r;
+  std::vector<int64_t> caps = plan.capacities.site_rows;
+  if (frame_indices) {
+    r.measured_rows = measure_rows(*an, frame.shapes, *frame_indices, grid, batch);
+    if (options.capacity_source == CapacitySource::FirstFrame)
+      caps = fit_capacities(r.measured_rows, options.capacity_margin);
+  }
+  ArenaInputs in;
+  in.graph = g.get();
+  in.analysis = an.get();
+  in.fusion = &plan.fusion;
+  in.groups = &plan.groups;
+  in.shapes = &frame.shapes;
+  in.batch = batch;
+  in.site_capacity = caps;
+  for (int s = 0; s < an->num_site_sets; ++s) in.site_generated.push_back(an->site_input[size_t(s)] < 0);
+  in.row_bytes = [&graph](int v) { return size_t((graph.values[size_t(v)].channels + 15) / 16 * 16) * 2; };
+  in.release = plan_release_points(plan.steps, *an, options.cuda.map_lookahead);
+  const ArenaLayout lay = plan_arena_layout(in);
+  for (const ArenaSite& s : lay.sites) r.capacity.push_back(s.cap);
+  for (size_t i = 0; i < lay.requests.size(); ++i)
+    r.buffers.push_back(
+        {lay.labels[i], lay.requests[i].bytes, lay.requests[i].first, lay.requests[i].last, lay.memory.offsets[i]});
+  r.total = lay.memory.total;
+  r.peak_live = lay.peak_live;
+  return r;
+}
+
+}  // namespace scn

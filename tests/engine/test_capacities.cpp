@@ -1,0 +1,155 @@
+// Capacity planning (plan/capacities.h) and the CUDA arena planned on the host
+// (plan/arena_layout.h, through scn/inspect.h cuda_arena_report): geometry bounds, margins, batch, growth, and what the
+// arena of CenterPoint holds at the build bounds and fitted to a frame's measured rows per level (printed per buffer).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "engine/centerpoint_graph.h"
+#include "plan/engine_plan.h"
+#include "scn/inspect.h"
+
+namespace scn {
+namespace {
+
+struct Planned {
+  std::shared_ptr<const Graph> graph;
+  std::shared_ptr<const GraphAnalysis> analysis;
+  EnginePlan plan;
+};
+
+Planned plan_of(const EngineBuilder& b, const BuildOptions& o) {
+  Planned p;
+  p.graph = std::make_shared<const Graph>(b.graph());
+  p.analysis = std::make_shared<const GraphAnalysis>(analyze_graph(*p.graph));
+  p.plan = make_plan(p.graph, p.analysis, o);
+  return p;
+}
+
+/// Bytes by kind (coords, bitmaps, maps, activations) and every buffer with its lifetime and offset.
+void print_breakdown(const std::string& what, const ArenaReport& a) {
+  std::map<std::string, size_t> kind;
+  for (const ArenaBuffer& b : a.buffers) {
+    const std::string& l = b.name;
+    const std::string k = l.rfind("map", 0) == 0       ? "kernel maps"
+                          : l.find("coords") != l.npos ? "site coords"
+                          : l.rfind("sites", 0) == 0   ? "bitmaps, ranks, perms"
+                                                       : "activations";
+    kind[k] += b.bytes;
+  }
+  std::printf("[arena] %s: %.2f MB placed, %.2f MB most alive at one step\n", what.c_str(), double(a.total) / 1e6,
+              double(a.peak_live) / 1e6);
+  for (const auto& [k, b] : kind) std::printf("[arena]   sum of %-20s %8.2f MB\n", k.c_str(), double(b) / 1e6);
+  for (const ArenaBuffer& b : a.buffers)
+    std::printf("[arena]   %-40s %8.3f MB  steps %3d..%3d  @%7.2f MB\n", b.name.c_str(), double(b.bytes) / 1e6,
+                b.first_step, b.last_step, double(b.offset) / 1e6);
+}
+
+TEST(Capacities, FitGrowAndMargins) {
+  EXPECT_EQ(fitted_capacity(1000, 1.0), 1000);
+  EXPECT_EQ(fitted_capacity(1000, 1.125), 1125);
+  EXPECT_EQ(fitted_capacity(1001, 1.5), 1502);  // rounded up
+  EXPECT_EQ(fitted_capacity(3, 2.0), kMinFittedCapacity);
+  EXPECT_EQ(fit_capacities({80000, 0, 40000}, 1.25), (std::vector<int64_t>{100000, kMinFittedCapacity, 50000}));
+  // only the sets that overflowed grow, to the rows they needed x margin
+  EXPECT_EQ(grow_capacities({1000, 2000, 3000}, {0, 2500, 3000}, 1.2), (std::vector<int64_t>{1000, 3000, 3000}));
+  // a margin of 1 still grows past the needed rows
+  EXPECT_EQ(grow_capacities({1000}, {1000}, 1.0), (std::vector<int64_t>{1000}));
+  EXPECT_EQ(grow_capacities({1000}, {1001}, 1.0), (std::vector<int64_t>{1001}));
+}
+
+TEST(Capacities, GeometryBoundsAndBatch) {
+  const EngineBuilder b = test::centerpoint_builder({41, 160, 160});
+  BuildOptions o;
+  o.max_batch = 3;
+  const Planned p = plan_of(b, o);
+  const GraphAnalysis& an = *p.analysis;
+  // inputs: the largest output_bound (200000) x batch; strided sets: output_bound x batch, below
+  // input capacity x reach (3x3x3 stride 2: 2^3 = 8)
+  for (int s = 0; s < an.num_site_sets; ++s) EXPECT_EQ(p.plan.capacities.site_rows[size_t(s)], 600000) << s;
+  // a small input capacity bounds the levels after it through the kernels' reach
+  o.max_input_voxels = 1000;
+  const Planned q = plan_of(b, o);
+  std::vector<int64_t> expect(size_t(an.num_site_sets), 0);
+  for (int s = 0; s < an.num_site_sets; ++s)
+    if (an.site_input[size_t(s)] >= 0) expect[size_t(s)] = 3000;
+  int strided = 0;
+  for (const MapSlot& m : an.maps)
+    if (m.kind == MapKind::Strided) {
+      int64_t reach = 1;  // every CenterPoint strided conv has dilation 1
+      for (int d = 0; d < 3; ++d) reach *= (m.kernel_size[d] + m.stride[d] - 1) / m.stride[d];
+      expect[size_t(m.out_sites)] = std::min<int64_t>(200000 * 3, expect[size_t(m.in_sites)] * reach);
+      ++strided;
+    }
+  ASSERT_EQ(strided, 4);
+  EXPECT_EQ(q.plan.capacities.site_rows, expect);
+  int64_t first_strided = 0;
+  for (const MapSlot& m : an.maps)
+    if (m.kind == MapKind::Strided && first_strided == 0) first_strided = expect[size_t(m.out_sites)];
+  EXPECT_EQ(first_strided, 3000 * 8);  // 3x3x3 stride 2 from 3000 input rows
+  // the first guess of a frame-fitted plan: inputs at rows x margin, every level at its input's
+  const std::vector<int64_t> guess = first_frame_capacities(an, p.plan.capacities.site_rows, {4000}, 1.5);
+  for (int s = 0; s < an.num_site_sets; ++s) EXPECT_EQ(guess[size_t(s)], 6000) << s;
+}
+
+TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
+  const Int3 grid{41, 1440, 1440};
+  // a frame: the real nuScenes one when present, else a seeded synthetic one
+  const char* dir = std::getenv("SCN_SHARED_DATA_DIR");
+  const std::string path =
+      std::string(dir ? dir : SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint/in_indices_zyx.torch.int32.tensor";
+  const bool real = bool(std::ifstream(path));
+  const Tensor idx = real ? Tensor::load(path) : test::random_input(20000, 5, grid, 1, 7).indices;
+  const std::string frame = real ? "real frame" : "synthetic frame";
+  const Graph g = test::centerpoint_builder(grid).graph();
+  // at the bounds, as `scn bench` builds it: input rows = the frame's, every level at output_bound
+  BuildOptions o;
+  o.max_input_voxels = idx.dim(0);
+  const ArenaReport bounds = cuda_arena_report(g, grid, 1, o, &idx);
+  print_breakdown(frame + ", capacities at the bounds", bounds);
+  EXPECT_GE(bounds.total, bounds.peak_live);
+  ASSERT_EQ(bounds.capacity.size(), bounds.measured_rows.size());
+  EXPECT_EQ(bounds.capacity[0], idx.dim(0));
+  for (size_t s = 0; s < bounds.capacity.size(); ++s) {
+    std::printf("[arena] %s: site set %zu has %lld rows, %lld planned at the bounds\n", frame.c_str(), s,
+                (long long)bounds.measured_rows[s], (long long)bounds.capacity[s]);
+    EXPECT_GT(bounds.measured_rows[s], 0);
+    EXPECT_LE(bounds.measured_rows[s], bounds.capacity[s]);
+  }
+  o.capacity_source = CapacitySource::FirstFrame;
+  size_t previous = 0;
+  for (double margin : {1.0, 1.1, 1.25}) {
+    o.capacity_margin = margin;
+    const ArenaReport fit = cuda_arena_report(g, grid, 1, o, &idx);
+    print_breakdown(frame + ", capacities = rows x " + std::to_string(margin), fit);
+    for (size_t s = 0; s < fit.capacity.size(); ++s)
+      EXPECT_EQ(fit.capacity[s], fitted_capacity(bounds.measured_rows[s], margin)) << s;
+    EXPECT_LT(fit.total, bounds.total);
+    EXPECT_GT(fit.total, previous);
+    previous = fit.total;
+  }
+  // batch 8 at the bounds: 8x the rows of every level
+  BuildOptions o8;
+  o8.max_input_voxels = idx.dim(0);
+  o8.max_batch = 8;
+  const ArenaReport b8 = cuda_arena_report(g, grid, 8, o8);
+  std::printf("[arena] batch 8 at the bounds: %.2f MB\n", double(b8.total) / 1e6);
+  EXPECT_GT(b8.total, 4 * bounds.total);
+  // a bad frame is an error naming the row
+  const int32_t rows[8] = {0, 3, 4, 5, 0, 3, 4, 1440};
+  const Tensor bad = Tensor::from_host(rows, {2, 4}, DType::Int32);
+  try {
+    cuda_arena_report(g, grid, 1, o, &bad);
+    ADD_FAILURE() << "a row outside the grid was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 (0, 3, 4, 1440) lies outside the grid 41x1440x1440"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace scn
