@@ -11,8 +11,7 @@
 #   SCN_SKIP_TESTS=1    skip the tests      SCN_SKIP_BENCH=1  skip the benchmark
 #   SCN_SKIP_INT8=1     skip the CenterPoint INT8 check (tests/int8/int8_centerpoint_cuda.sh; SCN_INT8_RUNS)
 #   SCN_SKIP_ZOO=1      skip the zoo models
-#   SCN_SKIP_GOLDEN=1   skip the bitwise output digests (SCN_GOLDEN=record: write them to $OUT instead of checking;
-#                       SCN_GOLDEN_RUN_ARGS: extra `scn run` arguments for them, e.g. "--offset-groups 1")
+#   SCN_SKIP_GOLDEN=1   skip the bitwise output digests (SCN_GOLDEN=record: write them to $OUT instead of checking)
 #   SCN_BENCH_ARGS      extra arguments for bench_centerpoint (e.g. --quick)
 #   SCN_CUDA_ARCHS      CMAKE_CUDA_ARCHITECTURES (default 90)
 #   SCN_TRACE=1         GPU timeline of the INT8 plans' graph forward (tools/trace; SCN_TRACE_PLANS, trace.log)
@@ -90,19 +89,26 @@ if [ "${SCN_SKIP_INT8:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
 fi
 
 if [ "${SCN_SKIP_GOLDEN:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
-  # Bitwise guard (tests/cuda/golden_outputs.sh): SCN_GOLDEN=record writes the digests of this tree
-  # to $OUT/golden_outputs.txt; otherwise they are checked against tests/cuda/golden_outputs.txt.
+  # Bitwise guard (tests/cuda/golden_outputs.sh), two sets: the implicit-GEMM tiles' summation order
+  # (`--offset-groups 1`, tests/cuda/golden_outputs.txt, recorded before the restructure) and the
+  # default options (tests/cuda/golden_outputs_default.txt: osplit for the 16/32-channel convs, the
+  # default on sm_90). SCN_GOLDEN=record writes both to $OUT instead of checking.
   t7=$(date +%s)
-  export GOLDEN_RUN_ARGS="${SCN_GOLDEN_RUN_ARGS:-}"
-  if [ "${SCN_GOLDEN:-check}" = "record" ]; then
-    tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-golden \
-      record "$OUT/golden_outputs.txt" > "$OUT/golden.log" 2>&1
-  else
-    tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" /tmp/scn-golden \
-      check "$ROOT/tests/cuda/golden_outputs.txt" > "$OUT/golden.log" 2>&1
-  fi
-  echo "golden outputs rc $? in $(( $(date +%s) - t7 )) s" | tee -a "$OUT/env.log"
-  tail -5 "$OUT/golden.log"
+  : > "$OUT/golden.log"
+  for set in tiles default; do
+    file=tests/cuda/golden_outputs.txt args="--offset-groups 1"
+    [ $set = default ] && file=tests/cuda/golden_outputs_default.txt args=""
+    echo "== $set ($file, scn run $args)" >> "$OUT/golden.log"
+    if [ "${SCN_GOLDEN:-check}" = "record" ]; then
+      GOLDEN_RUN_ARGS="$args" tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" \
+        /tmp/scn-golden record "$OUT/$(basename $file)" >> "$OUT/golden.log" 2>&1
+    else
+      GOLDEN_RUN_ARGS="$args" tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" \
+        /tmp/scn-golden check "$ROOT/$file" >> "$OUT/golden.log" 2>&1
+    fi
+    echo "golden outputs ($set) rc $? in $(( $(date +%s) - t7 )) s" | tee -a "$OUT/env.log"
+  done
+  grep -E "^==|digests" "$OUT/golden.log"
 fi
 
 if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f /tmp/scn-int8/cp.target.onnx ]; then

@@ -4,9 +4,10 @@
 # (tests/cuda/golden_outputs.txt) must come out again after it.
 #
 # Usage: golden_outputs.sh SCN PYTHON SOURCE_DIR DATA_DIR WORK_DIR [record FILE | check FILE]
-#   GOLDEN_RUN_ARGS: extra `scn run` arguments for every case (e.g. "--offset-groups 1": the
-#   implicit-GEMM summation order the digests of tests/cuda/golden_outputs.txt were recorded with
-#   before osplit became sm_90's default for 16/32-channel convs)
+#   GOLDEN_RUN_ARGS: extra `scn run` arguments for every case. tests/cuda/golden_outputs.txt holds the
+#   digests with "--offset-groups 1" (the implicit-GEMM tiles' summation order, recorded before the
+#   restructure), tests/cuda/golden_outputs_default.txt those of the default options on sm_90 (osplit
+#   for the 16/32-channel convs); scripts/gpu_check.sh checks both.
 #   cases: every zoo model (tools/python zoo, synthetic seeded weights and frames) in fp16; CenterPoint
 #   on the real nuScenes frame in fp16; the INT8 plans 'all', 'full' and 'target' of
 #   tests/int8/int8_centerpoint_cuda.sh (calibrated on a synthetic frame by `scn calibrate`).
