@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
@@ -18,11 +19,28 @@
 
 namespace scn::cudatest {
 
-#define SCN_REQUIRE_CUDA()                                                                              \
-  do {                                                                                                  \
-    if (!::scn::cuda_available())                                                                       \
+/// The real nuScenes frame as CenterPoint's input (zyx indices, grid 41x1440x1440), from SCN_DATA_DIR
+/// or ../shared's copy (SCN_SHARED_DATA_DIR); false when it is not there (`dir` says where it looked).
+inline bool load_real_frame(test::SparseInput* in, std::string* dir) {
+  const char* env = std::getenv("SCN_DATA_DIR");
+#ifdef SCN_SHARED_DATA_DIR
+  *dir = env ? env : std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
+#else
+  *dir = env ? env : std::string("nuscenes-centerpoint");
+#endif
+  if (!std::ifstream(*dir + "/in_features.torch.fp16.tensor")) return false;
+  in->features = Tensor::load(*dir + "/in_features.torch.fp16.tensor");
+  in->indices = Tensor::load(*dir + "/in_indices_zyx.torch.int32.tensor");
+  in->grid = {41, 1440, 1440};
+  in->batch = 1;
+  return true;
+}
+
+#define SCN_REQUIRE_CUDA()                                                                               \
+  do {                                                                                                   \
+    if (!::scn::cuda_available())                                                                        \
       GTEST_SKIP() << "no CUDA device: this build of scn has no CUDA backend or no GPU is visible; the " \
-                      "CUDA backend tests run on a GPU machine (scripts/gpu_check.sh)";                \
+                      "CUDA backend tests run on a GPU machine (scripts/gpu_check.sh)";                  \
   } while (0)
 
 inline BuildOptions cpu_options(Precision p = Precision::Fp32) {

@@ -535,21 +535,11 @@ TEST(CudaBackend, TimingProfileAndWorkspace) {
 }
 
 // The real nuScenes frame through CenterPoint, end to end: fp16 GPU vs fp32 CPU.
-std::string data_dir() {
-  if (const char* d = std::getenv("SCN_DATA_DIR")) return d;
-  return std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
-}
-
 TEST(CudaBackend, RealFrameCenterPoint) {
   SCN_REQUIRE_CUDA();
-  const std::string dir = data_dir();
-  if (!std::ifstream(dir + "/in_features.torch.fp16.tensor"))
-    GTEST_SKIP() << "real frame not found in " << dir << " (set SCN_DATA_DIR)";
   SparseInput in;
-  in.features = Tensor::load(dir + "/in_features.torch.fp16.tensor");
-  in.indices = Tensor::load(dir + "/in_indices_zyx.torch.int32.tensor");
-  in.grid = {41, 1440, 1440};
-  in.batch = 1;
+  std::string dir;
+  if (!load_real_frame(&in, &dir)) GTEST_SKIP() << "real frame not found in " << dir << " (set SCN_DATA_DIR)";
   const EngineBuilder b = test::centerpoint_builder();
   auto cpu = b.build(cpu_options());
   auto gpu = b.build(cuda_options());

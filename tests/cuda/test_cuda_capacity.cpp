@@ -151,14 +151,9 @@ TEST(CudaCapacity, GrowPassesATooSmallOutputBound) {
 // peak allocation for it (59 MB, issue 19), with the same output bits as the bounds plan.
 TEST(CudaCapacity, RealFrameFitsSpconvsPeak) {
   SCN_REQUIRE_CUDA();
-  const char* env = std::getenv("SCN_DATA_DIR");
-  const std::string dir = env ? env : std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
-  if (!std::ifstream(dir + "/in_features.torch.fp16.tensor"))
-    GTEST_SKIP() << "real frame not found in " << dir << " (set SCN_DATA_DIR)";
   SparseInput in;
-  in.features = Tensor::load(dir + "/in_features.torch.fp16.tensor");
-  in.indices = Tensor::load(dir + "/in_indices_zyx.torch.int32.tensor");
-  in.grid = {41, 1440, 1440};
+  std::string dir;
+  if (!load_real_frame(&in, &dir)) GTEST_SKIP() << "real frame not found in " << dir << " (set SCN_DATA_DIR)";
   const EngineBuilder b = test::centerpoint_builder();
   BuildOptions o = cuda_options(true, in.indices.dim(0));  // as `scn bench` builds it
   auto bounds = b.build(o);

@@ -52,11 +52,7 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
-  c->add_option("--offset-groups", a.offset_groups,
-                "CUDA: 16/32-channel 3x3x3 convs: 0 = by GPU (osplit, two offset groups on sm_90), 1 = implicit-GEMM "
-                "tiles, 2 = osplit wherever it fits")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 2));
+  add_offset_groups_option(c, a.offset_groups);
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   return c;

@@ -18,6 +18,8 @@ namespace scn::cli {
 /// CLI11 validators shared by the commands (a failure is a usage error: exit code 2).
 CLI::Validator grid_validator();
 CLI::Validator count_list_validator();
+/// `--offset-groups N` (CudaOptions::offset_groups) for `run` and `bench`.
+void add_offset_groups_option(CLI::App* c, int& groups);
 
 struct RunArgs {
   std::string model, features, indices, grid;

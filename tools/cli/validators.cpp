@@ -31,4 +31,12 @@ CLI::Validator count_list_validator() {
       "N1,N2,...,Nk", "count list");
 }
 
+void add_offset_groups_option(CLI::App* c, int& groups) {
+  c->add_option("--offset-groups", groups,
+                "CUDA: 16/32-channel 3x3x3 convs: 0 = by GPU (osplit, two offset groups on sm_90), 1 = implicit-GEMM "
+                "tiles, 2 = osplit wherever it fits")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
+}
+
 }  // namespace scn::cli
