@@ -14,6 +14,7 @@ struct OsplitInstance {
   void (*kernel)(const ConvArgs);
   size_t smem;
   int blocks_per_sm;
+  bool pdl = false;  ///< the device image has griddepcontrol (sm_90 or newer): may launch programmatically
 };
 
 template <int CIN, int COUT, int WR, int P, int S, int W>
@@ -86,12 +87,15 @@ void osplit_init() {
     int bps = 0;
     SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
     in.blocks_per_sm = bps;
+    cudaFuncAttributes fa{};
+    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
+    in.pdl = fa.binaryVersion >= 90;
   }
 }
 
 bool osplit_fits_device(int id) { return instances().at(size_t(id)).blocks_per_sm > 0; }
 
-void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const OsplitInstance& in = instances().at(size_t(id));
   SCN_CHECK(in.blocks_per_sm > 0, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
             " bytes of shared memory, ", in.cfg.warps * 32, " threads) or osplit_init() was not called");
@@ -103,7 +107,22 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st) {
   const int64_t need = (slabs + teams - 1) / teams;
   const int64_t resident = int64_t(sm_count) * in.blocks_per_sm;
   const int64_t gx = need < resident ? need : resident;
-  in.kernel<<<unsigned(gx < 1 ? 1 : gx), unsigned(in.cfg.warps * 32), in.smem, st>>>(a);
+  const unsigned blocks = unsigned(gx < 1 ? 1 : gx), threads = unsigned(in.cfg.warps * 32);
+  if (!(pdl && in.pdl)) {
+    in.kernel<<<blocks, threads, in.smem, st>>>(a);
+  } else {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = in.smem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel, a));
+  }
   SCN_CUDA_LAUNCHED();
 }
 

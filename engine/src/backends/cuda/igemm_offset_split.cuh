@@ -110,6 +110,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   if (slab0 < nslabs) load_map(slab0);  // in flight beside the weights
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
+  // Launched programmatically, the grid got here while the previous conv may still run: the weights,
+  // the row count and the map are not its outputs; activations are, so wait for it now. (This grid
+  // never triggers its dependents early: the next kernel launches when it completes.)
+  ptx::grid_dependency_wait();
 
   for (int64_t slab = slab0; slab < nslabs; slab += int64_t(gridDim.x) * C::TEAMS) {
     const int64_t r0 = slab * WR;

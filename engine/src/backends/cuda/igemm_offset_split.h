@@ -36,8 +36,10 @@ void osplit_init();
 /// True when config `id` runs on the current device (after osplit_init).
 bool osplit_fits_device(int id);
 /// Launches config `id` (persistent grid sized for cap_out). Throws scn::Error when it does not fit.
+/// `pdl`: as a programmatic dependent launch (sm_90 images), under launch_igemm's contract: a.n_out and
+/// a.out_in must not be written by the kernel before it on `st`.
 /// Results are bitwise those of every other config of the same `groups`; with groups == 1 they are
 /// the summation order of launch_igemm's tiles (offsets ascending, channels ascending per element).
-void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st);
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 
 }  // namespace scn::cuda

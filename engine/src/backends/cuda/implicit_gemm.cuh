@@ -44,21 +44,8 @@ using ptx::ldmatrix_x4;
 using ptx::mma_16816;
 using ptx::smem_addr;
 
-// Programmatic dependent launch (sm_90). A conv launched with cudaLaunchAttributeProgrammaticStreamSerialization
-// may become resident while the previous kernel of its stream finishes; it stages what that kernel
-// does not write (row count, kernel map: built on the map stream, joined by a full dependency) and
-// then waits for it to complete before touching activations or writing anything. Both instructions
-// are no-ops for a grid launched without the attribute.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void grid_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+using ptx::grid_dependency_wait;
+using ptx::grid_launch_dependents;
 
 /// int8 tensor cores: D(16x8, s32) += A(16x32, s8, row) * B(32x8, s8, col).
 __device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

@@ -309,7 +309,7 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
       if (c.osplit >= 0)
-        launch_osplit(c.osplit, conv_args(c), sm_count_, s);  // a full dependency: osplit has no PDL wait
+        launch_osplit(c.osplit, conv_args(c), sm_count_, s, pdl);
       else
         launch_igemm(c.cfg, conv_args(c), sm_count_, s, pdl);
       return;

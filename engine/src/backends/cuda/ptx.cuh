@@ -1,11 +1,27 @@
 // Inline-PTX building blocks shared by the implicit-GEMM kernels (implicit_gemm.cuh) and the
 // warp-independent osplit kernel (igemm_offset_split.cuh): shared-memory addresses, cp.async copies
-// and groups, ldmatrix, and the fp16 m16n8k16 tensor-core MMA.
+// and groups, ldmatrix, the fp16 m16n8k16 tensor-core MMA, and the programmatic-launch controls.
 #pragma once
 
 #include <cstdint>
 
 namespace scn::cuda::ptx {
+
+// Programmatic dependent launch (sm_90). A conv launched with cudaLaunchAttributeProgrammaticStreamSerialization
+// may become resident while the previous kernel of its stream finishes; it stages what that kernel
+// does not write (row count, kernel map: built on the map stream, joined by a full dependency; the
+// weights) and then waits for it to complete before touching activations or writing anything. Both
+// instructions are no-ops for a grid launched without the attribute.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
