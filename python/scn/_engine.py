@@ -91,16 +91,23 @@ class Engine:
     precision: "fp32", "fp16" or "int8"; default fp16 on CUDA (which has no fp32 path), fp32 on the CPU.
     max_voxels / max_batch: CUDA capacities planned at build (None: the graph's largest bound).
     cuda_graph: capture the forward once and replay it (CUDA).
+    capacity: "bounds" (every level at its bound) or "first_frame" (CUDA: every level fitted to the first
+        frame's measured rows x capacity_margin; docs/cuda_backend.md "Memory and capacities").
+    grow: a frame larger than the plan grows it (re-plan, re-run the forward) instead of raising.
+    capacity_margin: rows planned per measured row (None: scn's default, 1.1).
+    tuning_cache: a file for the CUDA autotuner's decisions (read when its key matches, else written).
     """
 
     def __init__(self, path, device: Any = "auto", precision: Optional[str] = None,
                  max_voxels: Optional[int] = None, max_batch: int = 1, cuda_graph: bool = True,
-                 num_threads: int = 0):
+                 num_threads: int = 0, capacity: str = "bounds", grow: bool = False,
+                 capacity_margin: Optional[float] = None, tuning_cache: Optional[str] = None):
         kind, index = _parse_device(device)
         if precision is None:
             precision = "fp16" if kind == "cuda" else "fp32"
         self._impl = _scn._Engine(str(path), kind, precision, int(max_voxels or 0), int(max_batch), bool(cuda_graph),
-                                  index, int(num_threads))
+                                  index, int(num_threads), str(capacity), bool(grow), float(capacity_margin or 0.0),
+                                  str(tuning_cache or ""))
         self.path = str(path)
         self._cuda = self._impl.backend == "cuda"
         self._device_index = index

@@ -76,7 +76,8 @@ struct Kept {
 class PyEngine {
  public:
   PyEngine(const std::string& path, const std::string& device, const std::string& precision, int64_t max_voxels,
-           int max_batch, bool cuda_graph, int device_index, int num_threads) {
+           int max_batch, bool cuda_graph, int device_index, int num_threads, const std::string& capacity, bool grow,
+           double capacity_margin, const std::string& tuning_cache) {
     scn::BuildOptions o;
     o.backend = scn::parse_backend(device);
     o.precision = scn::parse_precision(precision);
@@ -88,6 +89,12 @@ class PyEngine {
     o.cuda_graph = cuda_graph;
     o.device = device_index;
     o.num_threads = num_threads;
+    SCN_CHECK(capacity == "bounds" || capacity == "first_frame", path, ": capacity = '", capacity,
+              "' is not 'bounds' (every level at its bound) or 'first_frame' (fitted to the first frame)");
+    o.capacity_source = capacity == "first_frame" ? scn::CapacitySource::FirstFrame : scn::CapacitySource::Bounds;
+    o.on_capacity_overflow = grow ? scn::CapacityOverflow::Grow : scn::CapacityOverflow::Error;
+    if (capacity_margin > 0.0) o.capacity_margin = capacity_margin;  // 0: the BuildOptions default
+    o.cuda.tuning_cache = tuning_cache;
     nb::gil_scoped_release nogil;
     engine_ = scn::load_engine_from_onnx(path, o);
     cuda_ = engine_->backend() == scn::Backend::Cuda;
@@ -289,9 +296,11 @@ NB_MODULE(_scn, m) {
 
   m.def("cuda_available", &scn::cuda_available, "True when scn has the CUDA backend and a GPU is visible");
   nb::class_<PyEngine>(m, "_Engine")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int64_t, int, bool, int, int>(),
+      .def(nb::init<const std::string&, const std::string&, const std::string&, int64_t, int, bool, int, int,
+                    const std::string&, bool, double, const std::string&>(),
            nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("max_voxels"), nb::arg("max_batch"),
-           nb::arg("cuda_graph"), nb::arg("device_index"), nb::arg("num_threads"))
+           nb::arg("cuda_graph"), nb::arg("device_index"), nb::arg("num_threads"), nb::arg("capacity"),
+           nb::arg("grow"), nb::arg("capacity_margin"), nb::arg("tuning_cache"))
       .def_prop_ro("backend", &PyEngine::backend)
       .def_prop_ro("precision", &PyEngine::precision)
       .def_prop_ro("device_index", &PyEngine::device_index)

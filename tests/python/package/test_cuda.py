@@ -139,3 +139,17 @@ def test_device_input_errors_are_reported(tiny):
     with pytest.raises(scn.Error):
         e(f, bad, GRID)
         e.check_errors()
+
+
+def test_first_frame_capacity_and_growth(tiny):
+    # fitted to the first frame: less device memory, the same bits; a larger frame grows the plan
+    bounds = scn.Engine(tiny.path, device="cuda", precision="fp16", max_voxels=20000)
+    fitted = scn.Engine(tiny.path, device="cuda", precision="fp16", max_voxels=20000, capacity="first_frame",
+                        grow=True)
+    first = [t.clone() for t in fitted(*dev_inputs(tiny), GRID)]
+    assert torch.equal(first[0], bounds(*dev_inputs(tiny), GRID)[0])
+    assert fitted.workspace_bytes < bounds.workspace_bytes
+    f2, i2 = make_frame(seed=7, n=900)
+    want = bounds(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID)[0].clone()
+    got = fitted(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID)[0]
+    assert torch.equal(got, want)

@@ -99,3 +99,10 @@ def test_engine_still_works_after_errors(engine, fi, tiny):
         engine(f.double(), i, GRID)
     got = engine(f, i, GRID)[0]
     assert torch.equal(got, scn.Engine(tiny.path, device="cpu", precision="fp32")(f, i, GRID)[0])
+
+
+def test_bad_capacity_options(tiny):
+    with pytest.raises(scn.Error, match="capacity = 'half'"):
+        scn.Engine(tiny.path, device="cpu", capacity="half")
+    with pytest.raises(scn.Error, match="capacity_margin"):
+        scn.Engine(tiny.path, device="cpu", capacity="first_frame", capacity_margin=0.5)
