@@ -60,12 +60,14 @@ void print_memory(const Graph& g, const InspectArgs& args) {
   o.max_batch = args.batch;
   o.max_input_voxels = args.max_voxels;
   if (args.capacity_margin > 0) o.capacity_margin = args.capacity_margin;
-  Tensor frame;
-  if (!args.frame_indices.empty()) frame = Tensor::load(args.frame_indices);
-  const Tensor* fp = frame.defined() ? &frame : nullptr;
-  const ArenaReport bounds = cuda_arena_report(g, grid, args.batch, o, fp);
+  // the frame is measured once (CPU kernel maps), then planned at the bounds and fitted
+  std::vector<int64_t> rows;
+  if (!args.frame_indices.empty())
+    rows = frame_site_rows(g, grid, args.batch, Tensor::load(args.frame_indices), args.frame_indices);
+  const bool fp = !rows.empty();
+  const ArenaReport bounds = cuda_arena_report(g, grid, args.batch, o, rows);
   o.capacity_source = CapacitySource::FirstFrame;
-  const ArenaReport fitted = fp ? cuda_arena_report(g, grid, args.batch, o, fp) : bounds;
+  const ArenaReport fitted = fp ? cuda_arena_report(g, grid, args.batch, o, rows) : bounds;
   std::printf("\nCUDA device arena (FP16, grid %s, batch %d; weights and input staging outside it):\n",
               join_int3(grid).c_str(), args.batch);
   Table st(fp ? std::vector<std::string>{"site set", "rows at the bounds", "frame rows",

@@ -84,5 +84,13 @@ struct ArenaReport {
 /// live outside the arena (Engine::workspace_bytes() adds them). Throws scn::Error naming a bad row.
 ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
                               const Tensor* frame_indices = nullptr);
+/// The same with the frame's rows per site set measured already (frame_site_rows), e.g. to report the
+/// bounds and the fitted arena of one frame without measuring it twice.
+ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
+                              const std::vector<int64_t>& frame_rows);
+/// A frame's rows per site set: the input sets hold its rows, every strided level the sites the CPU
+/// kernel maps generate from them. `label` (e.g. the file) starts every error message.
+std::vector<int64_t> frame_site_rows(const Graph& graph, const Int3& grid, int batch, const Tensor& frame_indices,
+                                     const std::string& label = "frame indices");
 
 }  // namespace scn

@@ -9,24 +9,21 @@
 
 namespace scn {
 
-namespace {
-
-/// Rows per site set of a frame: the input sets hold its rows, every strided level the sites the
-/// CPU kernel maps generate from them.
-std::vector<int64_t> measure_rows(const GraphAnalysis& an, const ShapeInfo& shapes, const Tensor& idx, const Int3& grid,
-                                  int batch) {
-  SCN_CHECK(idx.device() == Device::Host && idx.dtype() == DType::Int32 && idx.ndim() == 2 && idx.dim(1) == 4,
-            "frame indices: expected a host int32 tensor [N, 4], got ", idx.ndim(), " dimensions");
+std::vector<int64_t> frame_site_rows(const Graph& graph, const Int3& grid, int batch, const Tensor& idx,
+                                     const std::string& label) {
+  SCN_CHECK(idx.device() == Device::Host && idx.dtype() == DType::Int32 && idx.ndim() == 2 && idx.dim(1) == 4, label,
+            ": expected a host int32 tensor [N, 4], got ", idx.ndim(), " dimensions");
   const int32_t* p = idx.ptr<int32_t>();
   const int64_t n = idx.dim(0);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t* r = p + 4 * i;
-    SCN_CHECK(r[0] >= 0 && r[0] < batch, "frame indices: row ", i, " has batch index ", r[0], ", outside 0..",
-              batch - 1);
+    SCN_CHECK(r[0] >= 0 && r[0] < batch, label, ": row ", i, " has batch index ", r[0], ", outside 0..", batch - 1);
     for (int d = 0; d < 3; ++d)
-      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[size_t(d)], "frame indices: row ", i, " (", r[0], ", ", r[1], ", ",
-                r[2], ", ", r[3], ") lies outside the grid ", int3_string(grid));
+      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[size_t(d)], label, ": row ", i, " (", r[0], ", ", r[1], ", ", r[2],
+                ", ", r[3], ") lies outside the grid ", int3_string(grid));
   }
+  const GraphAnalysis an = analyze_graph(graph);
+  const ShapeInfo shapes = infer_shapes(graph, an, {grid}, batch);
   std::vector<cpu::SiteSet> sets(size_t(an.num_site_sets));
   for (int s = 0; s < an.num_site_sets; ++s)
     if (an.site_input[size_t(s)] >= 0) {
@@ -46,10 +43,14 @@ std::vector<int64_t> measure_rows(const GraphAnalysis& an, const ShapeInfo& shap
   return rows;
 }
 
-}  // namespace
-
 ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
                               const Tensor* frame_indices) {
+  if (!frame_indices) return cuda_arena_report(graph, grid, batch, options, std::vector<int64_t>{});
+  return cuda_arena_report(graph, grid, batch, options, frame_site_rows(graph, grid, batch, *frame_indices));
+}
+
+ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, const BuildOptions& options,
+                              const std::vector<int64_t>& frame_rows) {
   SCN_CHECK(graph.inputs.size() == 1, graph.source, ": the arena report takes one input grid; the graph has ",
             graph.inputs.size(), " inputs");
   SCN_CHECK(batch >= 1 && batch <= options.max_batch, "batch ", batch,
@@ -62,8 +63,10 @@ ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, c
   const FramePlan frame = plan.replan({grid}, batch);
   ArenaReport r;
   std::vector<int64_t> caps = plan.capacities.site_rows;
-  if (frame_indices) {
-    r.measured_rows = measure_rows(*an, frame.shapes, *frame_indices, grid, batch);
+  if (!frame_rows.empty()) {
+    SCN_CHECK(frame_rows.size() == caps.size(), graph.source, ": ", frame_rows.size(),
+              " frame rows given for a graph of ", caps.size(), " site sets");
+    r.measured_rows = frame_rows;
     if (options.capacity_source == CapacitySource::FirstFrame)
       caps = fit_capacities(r.measured_rows, options.capacity_margin);
   }

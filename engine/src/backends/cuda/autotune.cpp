@@ -54,7 +54,7 @@ void CudaEngine::autotune() {
       else
         launch_igemm(id, a, sm_count_, own_stream_);
     };
-    int best = osplit ? c.osplit : c.cfg;
+    int best = c.kernel();
     double best_ms = 1e30;
     DevMem best_wt;
     std::vector<uint16_t> w_host;
@@ -97,7 +97,7 @@ void CudaEngine::autotune() {
         best_wt = std::move(wt);
       }
     }
-    (osplit ? c.osplit : c.cfg) = best;
+    c.kernel() = best;
     if (best_wt.get()) c.w_tiled[tiled_layout(best)] = std::move(best_wt);
     c.tuned = true;
     run_step(st, own_stream_);

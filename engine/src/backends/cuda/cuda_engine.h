@@ -66,6 +66,11 @@ struct ConvPlan {
   /// tiled_layout) of the TMA configs some size bucket runs; `w` is dropped while only TMA configs run
   /// the conv (tile_buckets.cpp keep_needed_weights).
   std::map<int, DevMem> w_tiled;
+
+  /// The config id the conv runs: its osplit config when it is of an osplit offset-group class (fixed
+  /// for the engine's life), else its implicit-GEMM config. What the tuner and the size buckets choose.
+  int& kernel() { return osplit >= 0 ? osplit : cfg; }
+  int kernel() const { return osplit >= 0 ? osplit : cfg; }
 };
 
 /// The kernel a conv runs, by name ("igemm m128n16k16s4t", "osplit c16x16r32p2s6w8").

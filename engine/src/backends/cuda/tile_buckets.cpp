@@ -31,8 +31,7 @@ void CudaEngine::select_bucket(bool device_count) {
   const auto it = bucket_tiles_.find(bucket_.label);
   if (it == bucket_tiles_.end()) return;  // tuned (or read from the cache) before the next forward
   for (size_t i = 0; i < convs_.size(); ++i) {
-    // an osplit conv's entry is its osplit config (the class is fixed for the engine's life)
-    (convs_[i].osplit >= 0 ? convs_[i].osplit : convs_[i].cfg) = it->second[i];
+    convs_[i].kernel() = it->second[i];
     convs_[i].tuned = true;
   }
 }
@@ -41,7 +40,7 @@ void CudaEngine::select_bucket(bool device_count) {
 /// captured for them at its next forward.
 void CudaEngine::record_bucket_tiles() {
   std::vector<int> cfg;
-  for (const ConvPlan& c : convs_) cfg.push_back(c.osplit >= 0 ? c.osplit : c.cfg);
+  for (const ConvPlan& c : convs_) cfg.push_back(c.kernel());
   bucket_tiles_[bucket_.label] = cfg;
   const auto ex = execs_.find(bucket_.label);
   if (ex != execs_.end()) {
