@@ -11,9 +11,9 @@
 #include <limits>
 #include <sstream>
 
-#include "core/half.h"
 #include "cli/bev_model.h"
 #include "cli/cli_runner.h"
+#include "core/half.h"
 #include "onnx_parser/onnx_writer.h"
 #include "scn/tensor.h"
 
@@ -189,8 +189,8 @@ TEST_F(Cli, SparseOutputWritesFeaturesAndIndices) {
   m.outputs = {{"7", 10, {-1, 16}}};
   const std::string model = scn::test::write_model(m, "sparse_out.onnx");
   const std::string out = dir_ + "/sparse.tensor";
-  const Result r = scn_cli("run " + quote(model) + " --features " + quote(features_) + " --indices " +
-                           quote(indices_) + " --grid 9x8x8 --device cpu --output " + quote(out));
+  const Result r = scn_cli("run " + quote(model) + " --features " + quote(features_) + " --indices " + quote(indices_) +
+                           " --grid 9x8x8 --device cpu --output " + quote(out));
   ASSERT_EQ(r.code, 0) << r.err;
   const Tensor f = Tensor::load(out);
   const Tensor i = Tensor::load(dir_ + "/sparse.indices.tensor");
@@ -441,13 +441,12 @@ TEST_F(Cli, InspectRejectsAFileThatIsNotOnnx) {
 TEST_F(Cli, SynthWritesExactAndReproducibleFrames) {
   const std::string f1 = dir_ + "/s1.f.tensor", i1 = dir_ + "/s1.i.tensor";
   const std::string f2 = dir_ + "/s2.f.tensor", i2 = dir_ + "/s2.i.tensor";
-  ASSERT_EQ(scn_cli("synth --voxels 12345 --seed 9 --order xyz --features " + quote(f1) + " --indices " + quote(i1))
-                .code,
-            0);
-  ASSERT_EQ(scn_cli("synth --voxels 12345 --seed 9 --order xyz --quiet --features " + quote(f2) + " --indices " +
-                    quote(i2))
-                .code,
-            0);
+  ASSERT_EQ(
+      scn_cli("synth --voxels 12345 --seed 9 --order xyz --features " + quote(f1) + " --indices " + quote(i1)).code, 0);
+  ASSERT_EQ(
+      scn_cli("synth --voxels 12345 --seed 9 --order xyz --quiet --features " + quote(f2) + " --indices " + quote(i2))
+          .code,
+      0);
   EXPECT_EQ(read_file(f1), read_file(f2));
   EXPECT_EQ(read_file(i1), read_file(i2));
   const Tensor idx = Tensor::load(i1);
@@ -462,9 +461,9 @@ TEST_F(Cli, SynthWritesExactAndReproducibleFrames) {
 
 TEST_F(Cli, BenchWritesPerRunLatencies) {
   const std::string csv = dir_ + "/runs.csv";
-  const Result r = scn_cli("bench " + quote(model_) + " --features " + quote(features_) + " --indices " +
-                           quote(indices_) + " --grid 9x8x8 --device cpu --warmup 1 --runs 4 --layers --csv " +
-                           quote(csv));
+  const Result r =
+      scn_cli("bench " + quote(model_) + " --features " + quote(features_) + " --indices " + quote(indices_) +
+              " --grid 9x8x8 --device cpu --warmup 1 --runs 4 --layers --csv " + quote(csv));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("median"), std::string::npos) << r.out;
   const std::string text = read_file(csv);
@@ -476,8 +475,10 @@ TEST_F(Cli, BenchWritesPerRunLatencies) {
 TEST_F(Cli, BenchSweepRunsSyntheticFramesThroughOneEngine) {
   const std::string model = scn::test::write_model(nuscenes_grid_model(), "nuscenes_grid.onnx");
   const std::string csv = dir_ + "/sweep.csv";
-  const Result r = scn_cli("bench " + quote(model) + " --device cpu --warmup 0 --runs 2 --sweep 1000,2000,...,3000 "
-                           "--sweep-csv " + quote(csv));
+  const Result r = scn_cli("bench " + quote(model) +
+                           " --device cpu --warmup 0 --runs 2 --sweep 1000,2000,...,3000 "
+                           "--sweep-csv " +
+                           quote(csv));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string text = read_file(csv);
   EXPECT_EQ(text.rfind("voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms\n", 0), 0u) << text;
@@ -491,8 +492,10 @@ TEST_F(Cli, BenchSweepKeepsTheResultsBeforeAFailingPoint) {
   // The far 41 x 64 x 64 corner of the nuScenes grid holds some 70 voxels: the third point fails.
   const std::string model = scn::test::write_model(sparse_model(), "sparse_any_grid.onnx");
   const std::string csv = dir_ + "/sweep_partial.csv";
-  const Result r = scn_cli("bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 "
-                           "--sweep 20,40,2000 --sweep-csv " + quote(csv));
+  const Result r = scn_cli("bench " + quote(model) +
+                           " --device cpu --warmup 0 --runs 1 --grid 41x64x64 "
+                           "--sweep 20,40,2000 --sweep-csv " +
+                           quote(csv));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("sweep stopped at 2000 voxels"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cannot reach 2000 voxels"), std::string::npos) << r.err;
@@ -515,6 +518,17 @@ TEST_F(Cli, PlotScriptDrawsBothPanels) {
   // A CSV without the expected columns is an error, not an empty plot.
   std::ofstream(sweep) << "a,b\n1,2\n";
   EXPECT_NE(std::system((cmd + " 2>/dev/null").c_str()), 0);
+}
+
+// --tune-bucket-factor: in the range of CudaOptions::tune_bucket_factor, and not with --tune-once (one bucket)
+TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
+  const std::string base = "bench " + quote(model_) + " --device cpu --warmup 0 --runs 1 --synthetic 100 ";
+  const Result low = scn_cli(base + "--tune-bucket-factor 1.05");
+  EXPECT_EQ(low.code, 2);
+  EXPECT_NE((low.out + low.err).find("--tune-bucket-factor"), std::string::npos) << low.out << low.err;
+  EXPECT_EQ(scn_cli(base + "--tune-bucket-factor 1.25 --tune-once").code, 2);
+  const Result ok = scn_cli(base + "--tune-bucket-factor 1.25");
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
 }
 
 TEST_F(Cli, BenchNeedsAnInput) {

@@ -4,7 +4,9 @@
 //   level 0: the frame's 79,745 input sites (input kernel, rank, perm), the 3x3x3 submanifold map,
 //            16 channels;
 //   level 1: the 3x3x3 stride-2 output sites of level 0 (strided mark, rank, coordinates, as the engine
-//            builds them: 69,276 sites on the frame) and their submanifold map, 32 channels.
+//            builds them: 69,276 sites on the frame) and their submanifold map, 32 channels;
+//   the strided convs between them: 16 -> 32 from level 0 to level 1, and 32 -> 64 from level 1 to
+//            the stride-2 sites of level 1 (level 2), as CenterPoint's conv5 and conv10.
 // Features, weights, biases and residuals are random (seeded, non-zero). Each level runs two epilogues:
 // ReLU, and the SparseBasicBlock form (no activation, residual add, ReLU after).
 // Checks (exit 1 on any failure): every kernel vs the CPU reference (rel-L2 < 1e-3 with the same fp16
@@ -28,6 +30,7 @@
 
 #include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/tile_choice.h"
 #include "core/half.h"
 #include "scn/error.h"
 #include "scn/tensor.h"
@@ -261,15 +264,11 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       return y.down<uint16_t>(out_elems);
     };
 
-    // existing implicit-GEMM tiles (the heuristic's and the tuner's usual picks for these levels)
-    const char* igemm_names[] = {"m128n16k16s4t",  "m128n16k16s2tg2",   "m128n16k16s4",  "m64n32k32s4tr5",
-                                 "m64n32k32s2tg2", "m128n32k32s3tw8r4", "m128n32k32s4t", "m64n32k32s4t"};
+    // the implicit-GEMM tiles the autotuner would time for this conv (split class 1)
     std::vector<uint16_t> igemm_out;
-    for (const char* nm : igemm_names) {
-      const int id = igemm_find_config(nm);
-      if (id < 0 || !igemm_config_fits(id, p.cin, cc_major, kK, 0)) continue;
+    for (const int id : tune_candidates(ConvShape{p.cin, p.cout, kK, 0}, cc_major, 1)) {
       const IgemmConfig& c = igemm_config(id);
-      if (c.bn != p.cout) continue;
+      const char* nm = c.name;
       Buf wt(c.tma ? igemm_tile_weights(id, w, kK, kCoutW, p.cin, p.cout).size() * 2 : 16);
       if (c.tma) wt.up(igemm_tile_weights(id, w, kK, kCoutW, p.cin, p.cout));
       a.w_tma = wt.p;
@@ -433,7 +432,47 @@ int main(int argc, char** argv) {
     p1.map = map1.down<int32_t>(size_t(n1) * kK);
     p1.x = f1;
     p1.d_x = x1.p;
-    for (const Problem* p : {&p0, &p1}) {
+    // ---- the strided convs: level 0 -> level 1 (16 -> 32), level 1 -> level 2 (32 -> 64)
+    Buf map01(size_t(cap1) * kK * 4);
+    launch_strided_map(s0.s, s1.s, down, map01.as<int32_t>(), MapKernel::Rows, sm, st);
+    const int64_t cap2 = 2 * int64_t(n1);
+    Sites s2(11, 360, 360, cap2, false);
+    Buf err2(sizeof(ErrSlot) * kNumErrKinds);
+    err2.up(einit);
+    launch_strided_mark(s1.s, s2.s, down, sm, st);
+    launch_rank(s2.s, true, err2.as<ErrSlot>(), sm, st);
+    launch_emit_coords(s2.s, sm, st);
+    Buf map12(size_t(cap2) * kK * 4);
+    launch_strided_map(s1.s, s2.s, down, map12.as<int32_t>(), MapKernel::Rows, sm, st);
+    CK(cudaStreamSynchronize(st));
+    const std::vector<ErrSlot> e2 = err2.down<ErrSlot>(kNumErrKinds);
+    for (int k = 0; k < kNumErrKinds; ++k) SCN_CHECK(e2[size_t(k)].hits == 0, "level-2 sites reported error kind ", k);
+    const int n2 = s2.count.down<int>(1)[0];
+    SCN_CHECK(n2 > 0 && n2 <= cap2, "level-2 site count ", n2, " outside (0, ", cap2, "]");
+    Problem p01;
+    p01.level = "strided 16-32";
+    p01.n = n1;
+    p01.cap = cap1;
+    p01.cin = 16;
+    p01.cout = 32;
+    p01.d_map = map01.as<int32_t>();
+    p01.d_count = s1.count.as<int>();
+    p01.map = map01.down<int32_t>(size_t(n1) * kK);
+    p01.x = p0.x;
+    p01.d_x = x0.p;
+    Problem p12;
+    p12.level = "strided 32-64";
+    p12.n = n2;
+    p12.cap = cap2;
+    p12.cin = 32;
+    p12.cout = 64;
+    p12.d_map = map12.as<int32_t>();
+    p12.d_count = s2.count.as<int>();
+    p12.map = map12.down<int32_t>(size_t(n2) * kK);
+    p12.x = f1;
+    p12.d_x = x1.p;
+
+    for (const Problem* p : {&p0, &p1, &p01, &p12}) {
       int64_t pairs = 0;
       for (int32_t v : p->map) pairs += v >= 0;
       std::printf("%s: %lld sites, %lld pairs (%.1f per row)\n", p->level, (long long)p->n, (long long)pairs,
@@ -443,13 +482,15 @@ int main(int argc, char** argv) {
     std::vector<Row> table;
     run_problem(p0, runs, quick, sm, prop.major, st, rng, table);
     run_problem(p1, runs, quick, sm, prop.major, st, rng, table);
+    run_problem(p01, runs, quick, sm, prop.major, st, rng, table);
+    run_problem(p12, runs, quick, sm, prop.major, st, rng, table);
 
     std::printf("\n%-12s %-15s %-26s %2s %10s %10s %6s\n", "level", "epilogue", "kernel", "P", "median us", "min us",
                 "blk/SM");
     for (const Row& r : table)
       std::printf("%-12s %-15s %-26s %2s %10.2f %10.2f %6d\n", r.level.c_str(), r.epi.c_str(), r.kernel.c_str(),
                   r.groups ? std::to_string(r.groups).c_str() : "-", r.median_us, r.min_us, r.bps);
-    for (const char* lv : {"level0 16ch", "level1 32ch"}) {
+    for (const char* lv : {"level0 16ch", "level1 32ch", "strided 16-32", "strided 32-64"}) {
       double best_ig = 1e30, best_os = 1e30;
       std::string nig, nos;
       for (const Row& r : table) {

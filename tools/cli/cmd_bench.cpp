@@ -58,8 +58,13 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   add_offset_groups_option(c, a.offset_groups);
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
-  c->add_flag("--tune-once", a.tune_once,
-              "CUDA: tune the tiles on the first frame only and keep them for every size (one size bucket)");
+  CLI::Option* once =
+      c->add_flag("--tune-once", a.tune_once,
+                  "CUDA: tune the tiles on the first frame only and keep them for every size (one size bucket)");
+  c->add_option("--tune-bucket-factor", a.tune_bucket_factor,
+                "CUDA: size buckets of the autotuner grow by this factor (default 1.5; see --tune-once)")
+      ->check(CLI::Range(1.1, 16.0))
+      ->excludes(once);
   c->add_flag("--fit-capacities", a.fit_capacities,
               "CUDA: plan every level's rows from the first frame (measured) x the margin, not the bounds");
   c->add_flag("--grow", a.grow, "CUDA: a frame larger than the plan grows it (re-plan, re-run) instead of an error");
@@ -185,6 +190,7 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
+  if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
   if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
   if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
   if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;

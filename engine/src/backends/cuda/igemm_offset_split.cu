@@ -44,6 +44,17 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<32, 32, 32, 2, 3, 20>("osplit c32x32r32p2s3w20"));
     all.push_back(make<32, 32, 32, 4, 4, 16>("osplit c32x32r32p4s4w16"));
     all.push_back(make<32, 32, 32, 4, 3, 20>("osplit c32x32r32p4s3w20"));
+    // 16 -> 32 (the strided conv into level 1): 27 KiB of weights, 1 KiB per stage and warp; the
+    // partial sums of P > 1 need 4.5 KiB per warp, so five or more stages there
+    all.push_back(make<16, 32, 32, 1, 6, 8>("osplit c16x32r32p1s6w8"));
+    all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
+    all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
+    all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
+    // 32 -> 64 (the strided conv into level 2): 108 KiB of weights, 2 KiB per stage and warp; the
+    // partial sums of P > 1 need 8.5 KiB per warp
+    all.push_back(make<32, 64, 32, 1, 4, 12>("osplit c32x64r32p1s4w12"));
+    all.push_back(make<32, 64, 32, 2, 5, 10>("osplit c32x64r32p2s5w10"));
+    all.push_back(make<32, 64, 32, 2, 5, 8>("osplit c32x64r32p2s5w8"));
     return all;
   }();
   return v;

@@ -49,7 +49,7 @@ __device__ __forceinline__ int swz(int r, int c) {
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 struct Cfg {
   static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
-  static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
+  static_assert(COUT == 16 || COUT == 32 || COUT == 64, "16, 32 or 64 output channels");
   static_assert(WR == 32 || WR == 64, "slabs of 32 or 64 rows");
   static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
   static_assert(WR % P == 0, "each warp of a team reduces whole rows");
@@ -111,13 +111,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
   // Launched programmatically, the grid got here while the previous conv may still run: the weights,
-  // the row count and the map are not its outputs; activations are, so wait for it now. (This grid
-  // never triggers its dependents early: the next kernel launches when it completes.)
+  // the row count and the map are not its outputs; activations are, so wait for it now.
   ptx::grid_dependency_wait();
 
-  for (int64_t slab = slab0; slab < nslabs; slab += int64_t(gridDim.x) * C::TEAMS) {
+  const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
+  for (int64_t slab = slab0; slab < nslabs; slab += stride) {
     const int64_t r0 = slab * WR;
     if (slab != slab0) load_map(slab);
+    // The block's last round (its first team has no further slab): let the next kernel launch, so
+    // its blocks stage their weights and maps on the SMs this grid's blocks leave, while the rest
+    // still run. Its own griddepcontrol.wait still waits for this grid to complete.
+    if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
 
     // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
     auto issue = [&](int j, int s) {

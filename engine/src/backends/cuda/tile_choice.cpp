@@ -163,14 +163,19 @@ std::vector<std::string> compiled_tile_names() {
 }
 
 int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
-  if (option == 1 || c.mode != 0 || c.K != 27 || c.cin_p != c.cout_p || (c.cin_p != 16 && c.cin_p != 32)) return 0;
+  // the shapes measured faster than the best tile (docs/benchmarks.md): the 16/32-channel levels and
+  // the strided convs into levels 1 and 2
+  const bool shape = (c.cin_p == c.cout_p && (c.cin_p == 16 || c.cin_p == 32)) || (c.cin_p == 16 && c.cout_p == 32) ||
+                     (c.cin_p == 32 && c.cout_p == 64);
+  if (option == 1 || c.mode != 0 || c.K != 27 || !shape) return 0;
   if (option == 0 && cc_major != 9) return 0;
   return osplit_candidates(c, 2).empty() ? 0 : 2;
 }
 
 std::vector<int> osplit_candidates(const ConvShape& c, int groups) {
   // the fastest of each width on the real nuScenes frame (H200, docs/benchmarks.md)
-  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8", "osplit c32x32r32p2s3w20"};
+  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8", "osplit c32x32r32p2s3w20", "osplit c16x32r32p2s6w8",
+                                       "osplit c32x64r32p2s5w10"};
   std::vector<int> v;
   auto fits = [&](int id) {
     const OsplitConfig& k = osplit_config(id);
