@@ -522,7 +522,9 @@ TEST_F(Cli, PlotScriptDrawsBothPanels) {
 
 // --tune-bucket-factor: in the range of CudaOptions::tune_bucket_factor, and not with --tune-once (one bucket)
 TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
-  const std::string base = "bench " + quote(model_) + " --device cpu --warmup 0 --runs 1 --synthetic 100 ";
+  const std::string model = scn::test::write_model(sparse_model(), "sparse_factor.onnx");
+  const std::string base =
+      "bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 --synthetic 20 ";
   const Result low = scn_cli(base + "--tune-bucket-factor 1.05");
   EXPECT_EQ(low.code, 2);
   EXPECT_NE((low.out + low.err).find("--tune-bucket-factor"), std::string::npos) << low.out << low.err;

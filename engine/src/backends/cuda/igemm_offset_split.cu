@@ -50,11 +50,6 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
-    // 32 -> 64 (the strided conv into level 2): 108 KiB of weights, 2 KiB per stage and warp; the
-    // partial sums of P > 1 need 8.5 KiB per warp
-    all.push_back(make<32, 64, 32, 1, 4, 12>("osplit c32x64r32p1s4w12"));
-    all.push_back(make<32, 64, 32, 2, 5, 10>("osplit c32x64r32p2s5w10"));
-    all.push_back(make<32, 64, 32, 2, 5, 8>("osplit c32x64r32p2s5w8"));
     return all;
   }();
   return v;

@@ -49,7 +49,7 @@ __device__ __forceinline__ int swz(int r, int c) {
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 struct Cfg {
   static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
-  static_assert(COUT == 16 || COUT == 32 || COUT == 64, "16, 32 or 64 output channels");
+  static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
   static_assert(WR == 32 || WR == 64, "slabs of 32 or 64 rows");
   static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
   static_assert(WR % P == 0, "each warp of a team reduces whole rows");

@@ -174,8 +174,7 @@ int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
 
 std::vector<int> osplit_candidates(const ConvShape& c, int groups) {
   // the fastest of each width on the real nuScenes frame (H200, docs/benchmarks.md)
-  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8", "osplit c32x32r32p2s3w20", "osplit c16x32r32p2s6w8",
-                                       "osplit c32x64r32p2s5w10"};
+  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8", "osplit c32x32r32p2s3w20", "osplit c16x32r32p2s6w8"};
   std::vector<int> v;
   auto fits = [&](int id) {
     const OsplitConfig& k = osplit_config(id);
