@@ -1,0 +1,84 @@
+"""tools/bench/tile_reuse.py: maps, strided sites and per-tile reuse on hand-checked site sets."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from scn_tools.tensor_io import save_tensor
+
+PATH = pathlib.Path(__file__).resolve().parents[2] / "tools" / "bench" / "tile_reuse.py"
+spec = importlib.util.spec_from_file_location("tile_reuse", PATH)
+tr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tr)
+
+
+def line(n):
+    """n sites along x at z = y = 0."""
+    return np.stack([np.zeros(n, np.int64), np.zeros(n, np.int64), np.arange(n, dtype=np.int64)], axis=1)
+
+
+def test_subm_map_of_a_line_has_only_the_x_neighbours():
+    m = tr.subm_map(line(8), (1, 1, 8))
+    centre = 9 + 3 + 1  # (dz, dy, dx) = (0, 0, 0); dx -1 and +1 are offsets 12 and 14
+    assert list(m[:, centre]) == list(range(8))
+    assert list(m[:, centre - 1]) == [-1] + list(range(7))
+    assert list(m[:, centre + 1]) == list(range(1, 8)) + [-1]
+    others = np.delete(m, [centre - 1, centre, centre + 1], axis=1)
+    assert np.all(others == -1)
+
+
+def test_map_rows_keep_the_given_order():
+    c = line(5)[[3, 0, 4, 1, 2]]
+    m = tr.subm_map(c, (1, 1, 5))
+    # row 0 is x = 3: its dx = -1 neighbour x = 2 is row 4, its dx = +1 neighbour x = 4 is row 2
+    assert (m[0, 12], m[0, 13], m[0, 14]) == (4, 0, 2)
+
+
+def test_tile_stats_of_a_line():
+    s = tr.tile_stats(tr.subm_map(line(8), (1, 1, 8)), 4)
+    # tile 0 (x 0..3) reads rows 0..4, tile 1 (x 4..7) rows 3..7: 11 pairs and 5 distinct rows each
+    assert s == {"tiles": 2, "pairs": 22, "unique": 10, "windows": 10, "max_unique": 5, "max_windows": 5}
+
+
+def test_windows_count_rows_between_neighbours_that_are_not_read():
+    # sites x = 0 and x = 9 on y = 0, x = 0..9 on y = 1: row order y-major; one tile of the two y = 0 sites
+    c = np.concatenate([np.array([[0, 0, 0], [0, 0, 9]]), np.stack([np.zeros(10, int), np.ones(10, int),
+                                                                    np.arange(10)], axis=1)])
+    m = tr.subm_map(c, (1, 2, 10))
+    s = tr.tile_stats(m[:2], 2)
+    # y = 1 neighbours of the tile: x 0, 1 (rows 2, 3) and x 8, 9 (rows 10, 11): 4 distinct, window 2..11
+    assert s["unique"] == 2 + 4 and s["windows"] == 2 + 10
+
+
+def test_strided_sites_follow_spconvs_rule():
+    out, g = tr.strided_sites(line(8), (1, 1, 8), pad=(1, 1, 1))
+    assert g == (1, 1, 4)
+    assert [tuple(r) for r in out] == [(0, 0, x) for x in range(4)]
+    out, g = tr.strided_sites(np.array([[0, 0, 5]]), (1, 1, 8), pad=(0, 0, 0))
+    assert g == (0, 0, 3) and len(out) == 0  # no z output: the grid shrinks to nothing along z
+
+
+def test_merged_length():
+    assert tr.merged_length([(0, 4), (3, 7), (10, 10)]) == 9
+    assert tr.merged_length([(5, 6), (0, 9)]) == 10
+
+
+def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    cells = rng.choice(16 * 32 * 32, size=400, replace=False)
+    z, rem = np.divmod(cells, 32 * 32)
+    y, x = np.divmod(rem, 32)
+    idx = np.stack([np.zeros_like(z), z, y, x], axis=1).astype(np.int32)
+    p = tmp_path / "idx.tensor"
+    save_tensor(p, idx)
+    assert tr.main([str(p), "--grid", "16x32x32", "--bm", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "400 sites" in out
+    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 5  # level 0 twice, 1..3
+    bad = tmp_path / "bad.tensor"
+    save_tensor(bad, idx[:, :3].copy())
+    assert tr.main([str(bad), "--grid", "16x32x32"]) == 2
+    assert "expected indices [N, 4]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tr.main([str(p), "--grid", "16x32"])

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""How much a conv tile could reuse its input rows: the analysis behind the union-staged tile
+(docs/cuda_backend.md, "Where it stands after session 10").
+
+The implicit GEMM gathers one input row per (output row, kernel offset) pair. A tile of BM consecutive
+output rows needs far fewer distinct input rows than pairs when neighbouring outputs share neighbours.
+For each level of a SECOND/CenterPoint-style backbone (submanifold 3x3x3 maps on the sites of each
+level; levels after the first come from 3x3x3 stride-2 convs, as the engine builds them), this prints
+per tile of BM rows, in the row order the CUDA engine uses (level 0: the input order; generated levels:
+bitmap order, z-y-x lexicographic):
+
+  pairs     map entries present (input rows the tile gathers today)
+  unique    distinct input rows among them (rows a union-staged tile would load)
+  windows   rows of the 9 (dz, dy) windows [min, max] of the entries of that offset row, merged
+            (rows a window-staged tile would load; equals unique when the neighbours are contiguous)
+
+    /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
+        [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
+
+Only numpy and the project's tensor reader (tools/python/scn_tools) are needed.
+"""
+import argparse
+import itertools
+import pathlib
+import sys
+
+import numpy as np
+
+OFFSETS = np.array(list(itertools.product((-1, 0, 1), repeat=3)), dtype=np.int64)  # k = 9 (dz+1) + 3 (dy+1) + dx+1
+
+
+def linear(coords: np.ndarray, grid) -> np.ndarray:
+    """Linear cell index of (z, y, x) rows in a grid (bitmap order)."""
+    return (coords[:, 0] * grid[1] + coords[:, 1]) * grid[2] + coords[:, 2]
+
+
+def strided_sites(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
+    """Output sites of a kernel^3, stride^3 conv with padding `pad` (spconv's rule: an output exists where
+    some kernel tap lands on an input), sorted in bitmap order, and the output grid."""
+    out_grid = tuple((g + 2 * p - kernel) // stride + 1 for g, p in zip(grid, pad))
+    outs = []
+    for off in itertools.product(range(kernel), repeat=3):
+        t = coords + np.array(pad) - np.array(off)
+        ok = np.all(t % stride == 0, axis=1)
+        o = t[ok] // stride
+        ok = np.all((o >= 0) & (o < np.array(out_grid)), axis=1)
+        outs.append(o[ok])
+    o = np.concatenate(outs)
+    keys = np.unique(linear(o, out_grid))
+    z, rem = np.divmod(keys, out_grid[1] * out_grid[2])
+    y, x = np.divmod(rem, out_grid[2])
+    return np.stack([z, y, x], axis=1), out_grid
+
+
+def subm_map(coords: np.ndarray, grid) -> np.ndarray:
+    """[N, 27] input row of each output row's neighbour at each 3x3x3 offset, -1 where there is none.
+    Rows keep the order of `coords`."""
+    keys = linear(coords, grid)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    out = np.full((len(coords), 27), -1, dtype=np.int64)
+    for k, off in enumerate(OFFSETS):
+        n = coords + off
+        inside = np.all((n >= 0) & (n < np.array(grid)), axis=1)
+        nk = linear(np.where(inside[:, None], n, 0), grid)
+        pos = np.minimum(np.searchsorted(sorted_keys, nk), len(keys) - 1)
+        hit = inside & (sorted_keys[pos] == nk)
+        out[hit, k] = order[pos[hit]]
+    return out
+
+
+def merged_length(intervals) -> int:
+    """Rows covered by a union of closed intervals [lo, hi]."""
+    total, end = 0, -1
+    for lo, hi in sorted(intervals):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end + 1) + 1
+        end = hi
+    return total
+
+
+def tile_stats(m: np.ndarray, bm: int) -> dict:
+    """Per-tile pairs, distinct input rows and merged (dz, dy) window rows of a map, summed over tiles,
+    with the largest tile's figures (the shared memory a staged tile would need)."""
+    pairs = unique = windows = 0
+    max_unique = max_windows = 0
+    for r0 in range(0, len(m), bm):
+        t = m[r0:r0 + bm]
+        present = t[t >= 0]
+        pairs += present.size
+        u = np.unique(present).size
+        intervals = []
+        for g in range(9):  # offsets 3g .. 3g+2 share (dz, dy)
+            e = t[:, 3 * g:3 * g + 3]
+            e = e[e >= 0]
+            if e.size:
+                intervals.append((int(e.min()), int(e.max())))
+        w = merged_length(intervals)
+        unique += u
+        windows += w
+        max_unique, max_windows = max(max_unique, u), max(max_windows, w)
+    return {"tiles": (len(m) + bm - 1) // bm, "pairs": pairs, "unique": unique, "windows": windows,
+            "max_unique": max_unique, "max_windows": max_windows}
+
+
+def parse_grid(s: str):
+    g = tuple(int(v) for v in s.lower().split("x"))
+    if len(g) != 3 or min(g) <= 0:
+        raise argparse.ArgumentTypeError(f"grid '{s}': expected DxHxW with positive sizes")
+    return g
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("indices", help="int32 [N, 4] indices .tensor (batch, then the grid axes)")
+    ap.add_argument("--grid", type=parse_grid, required=True, help="grid in the indices' axis order, e.g. 41x1440x1440")
+    ap.add_argument("--order", default="zyx", choices=("zyx", "xyz"), help="axis order of the indices (default zyx)")
+    ap.add_argument("--bm", default="64,128", help="tile rows, comma-separated (default 64,128)")
+    ap.add_argument("--channels", default="16,32,64,128", help="channels per level, for the byte columns")
+    ap.add_argument("--pads", default="1,1,1:1,1,1:0,1,1",
+                    help="padding (z,y,x) of the stride-2 convs into levels 1, 2, 3 (CenterPoint's default)")
+    a = ap.parse_args(argv)
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+    from scn_tools.tensor_io import load_tensor
+
+    idx = load_tensor(a.indices)
+    if idx.ndim != 2 or idx.shape[1] != 4:
+        print(f"{a.indices}: expected indices [N, 4], got shape {list(idx.shape)}", file=sys.stderr)
+        return 2
+    if np.any(idx[:, 0] != idx[0, 0]):
+        print(f"{a.indices}: more than one batch index; give one frame", file=sys.stderr)
+        return 2
+    coords = idx[:, 1:].astype(np.int64)
+    grid = a.grid
+    if a.order == "xyz":
+        coords, grid = coords[:, ::-1].copy(), grid[::-1]
+    if np.any(coords < 0) or np.any(coords >= np.array(grid)):
+        print(f"{a.indices}: indices outside the grid {'x'.join(map(str, a.grid))}", file=sys.stderr)
+        return 2
+    bms = [int(v) for v in a.bm.split(",")]
+    channels = [int(v) for v in a.channels.split(",")]
+    pads = [tuple(int(v) for v in p.split(",")) for p in a.pads.split(":")]
+    sorted_input = bool(np.all(np.diff(linear(coords, grid)) > 0))
+    print(f"{a.indices}: {len(coords)} sites, grid {'x'.join(map(str, grid))} (zyx); input rows "
+          f"{'already' if sorted_input else 'not'} in bitmap order")
+    print("| level | rows | order | BM | pairs/row | unique/tile | windows/tile | pairs/unique | max unique | "
+          "max windows | gather MB now | union MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    levels = [(0, "input", coords)]
+    if not sorted_input:  # the same sites in bitmap order: what sorting the input rows would give
+        levels.append((0, "bitmap", coords[np.argsort(linear(coords, grid), kind="stable")]))
+    level_coords, level_grid = coords, grid
+    for level in range(1, 4):
+        level_coords, level_grid = strided_sites(level_coords, level_grid, pad=pads[level - 1])
+        levels.append((level, "bitmap", level_coords))
+    for level, order, level_coords in levels:
+        level_grid = grid
+        for lv in range(level):
+            level_grid = tuple((g + 2 * p - 3) // 2 + 1 for g, p in zip(level_grid, pads[lv]))
+        m = subm_map(level_coords, level_grid)
+        c = channels[min(level, len(channels) - 1)]
+        for bm in bms:
+            s = tile_stats(m, bm)
+            print(f"| {level} | {len(m)} | {order} | {bm} | {s['pairs'] / len(m):.1f} | "
+                  f"{s['unique'] / s['tiles']:.0f} | {s['windows'] / s['tiles']:.0f} | "
+                  f"{s['pairs'] / max(s['unique'], 1):.2f} | {s['max_unique']} | {s['max_windows']} | "
+                  f"{s['pairs'] * c * 2 / 1e6:.1f} | {s['unique'] * c * 2 / 1e6:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
