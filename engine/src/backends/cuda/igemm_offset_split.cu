@@ -17,16 +17,14 @@ struct OsplitInstance {
   bool pdl = false;  ///< the device image has griddepcontrol (sm_90 or newer): may launch programmatically
 };
 
-template <int CIN, int COUT, int WR, int P, int S, int W, bool L1 = false>
+template <int CIN, int COUT, int WR, int P, int S, int W>
 OsplitInstance make(const char* name) {
-  using C = osplit::Cfg<CIN, COUT, WR, P, S, W, L1>;
-  return OsplitInstance{
-      {CIN, COUT, WR, P, S, W, L1, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, L1>, C::kSmem, 1};
+  using C = osplit::Cfg<CIN, COUT, WR, P, S, W>;
+  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem, 1};
 }
 
-// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block} [l1: gathers through
-// L1]. The shared memory is the K x COUT x CIN weights plus warps x stages x rows x CIN halves; the warps
-// per SM follow from it.
+// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The shared memory
+// is the K x COUT x CIN weights plus warps x stages x rows x CIN halves; the warps per SM follow from it.
 std::vector<OsplitInstance>& instances() {
   static std::vector<OsplitInstance> v = [] {
     std::vector<OsplitInstance> all;
@@ -38,7 +36,6 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
     all.push_back(make<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
     all.push_back(make<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
-    all.push_back(make<16, 16, 32, 2, 6, 8, true>("osplit c16x16r32p2s6w8l1"));
     // 32 -> 32 (level 1): 54 KiB of weights, 2 KiB per stage and warp
     all.push_back(make<32, 32, 32, 1, 4, 16>("osplit c32x32r32p1s4w16"));
     all.push_back(make<32, 32, 32, 1, 5, 12>("osplit c32x32r32p1s5w12"));
@@ -47,15 +44,12 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<32, 32, 32, 2, 3, 20>("osplit c32x32r32p2s3w20"));
     all.push_back(make<32, 32, 32, 4, 4, 16>("osplit c32x32r32p4s4w16"));
     all.push_back(make<32, 32, 32, 4, 3, 20>("osplit c32x32r32p4s3w20"));
-    all.push_back(make<32, 32, 32, 2, 3, 20, true>("osplit c32x32r32p2s3w20l1"));
-    all.push_back(make<32, 32, 32, 2, 3, 16, true>("osplit c32x32r32p2s3w16l1"));
     // 16 -> 32 (the strided conv into level 1): 27 KiB of weights, 1 KiB per stage and warp; the
     // partial sums of P > 1 need 4.5 KiB per warp, so five or more stages there
     all.push_back(make<16, 32, 32, 1, 6, 8>("osplit c16x32r32p1s6w8"));
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
-    all.push_back(make<16, 32, 32, 2, 6, 8, true>("osplit c16x32r32p2s6w8l1"));
     return all;
   }();
   return v;
@@ -88,10 +82,9 @@ size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
 void osplit_init() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  int device = 0, smem_optin = 0, smem_sm = 0;
+  int device = 0, smem_optin = 0;
   SCN_CUDA_CHECK(cudaGetDevice(&device));
   SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   for (OsplitInstance& in : instances()) {
     in.blocks_per_sm = 0;  // a config wider than this GPU's shared memory is never offered (osplit_fits_device)
     if (in.smem > size_t(smem_optin)) continue;
@@ -99,17 +92,6 @@ void osplit_init() {
     SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
     int bps = 0;
     SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
-    if (in.cfg.l1 && bps > 0 && smem_sm > 0) {
-      // gathers through L1: ask for the smallest shared-memory carve-out that keeps the blocks per SM
-      // (1 KiB reserved per block), so the rest of the SM's L1/shared storage caches the rows; keep
-      // the default where the smaller carve-out would cost a block
-      const size_t need = size_t(bps) * (in.smem + 1024);
-      const int pct = int((need * 100 + size_t(smem_sm) - 1) / size_t(smem_sm));
-      SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, pct < 100 ? pct : 100));
-      int bps_l1 = 0;
-      SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps_l1, fn, in.cfg.warps * 32, in.smem));
-      if (bps_l1 < bps) SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, -1));
-    }
     in.blocks_per_sm = bps;
     cudaFuncAttributes fa{};
     SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));

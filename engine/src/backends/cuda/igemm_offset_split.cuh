@@ -46,7 +46,7 @@ __device__ __forceinline__ int swz(int r, int c) {
   return (c ^ ((r / RPL) % CPR)) * 8;
 }
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, bool L1 = false, int KK = 27>
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 struct Cfg {
   static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
   static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
@@ -70,9 +70,9 @@ struct Cfg {
   static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
 };
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, bool L1 = false, int KK = 27>
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
-  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, L1, KK>;
+  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, KK>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -133,10 +133,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         const int c = lane % C::CPR;
         const int src_row = __shfl_sync(0xffffffffu, mp[h][j], rl % 32);
         const __half* src = src_row >= 0 ? x + int64_t(src_row) * CIN + c * 8 : x;
-        if constexpr (L1)
-          ptx::cp_async16_zfill_l1(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
-        else
-          cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
+        cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
       }
     };
 

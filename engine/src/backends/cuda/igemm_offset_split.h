@@ -15,7 +15,6 @@ struct OsplitConfig {
   int groups;     ///< offset groups P: the P warps of a team share a slab, warp g sums the offsets k % P == g
   int stages;     ///< per-warp gather pipeline depth (offsets in flight: stages - 1)
   int warps;      ///< warps per block (teams of P warps)
-  bool l1;        ///< gathers through L1 (cp.async.ca): rows a slab reads again hit L1; same results
   const char* name;
 };
 
