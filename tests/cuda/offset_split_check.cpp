@@ -276,11 +276,11 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       launch_igemm(id, a, sm, st);
       const std::vector<uint16_t> got = result();
       const double rl = rel_l2(got, want);
-      check(rl < 1e-3, std::string("igemm ") + nm + " vs CPU fp32: rel-L2 " + std::to_string(rl));
+      check(rl < 1e-3, std::string(nm) + " vs CPU fp32: rel-L2 " + std::to_string(rl));
       if (igemm_out.empty())
         igemm_out = got;
       else
-        check(got == igemm_out, std::string("igemm ") + nm + " bitwise equal to the first igemm tile");
+        check(got == igemm_out, std::string(nm) + " bitwise equal to the first igemm tile");
       const auto t = time_kernel([&] { launch_igemm(id, a, sm, st); }, runs, st);
       table.push_back({p.level, e.name, c.name, 0, t.first, t.second, igemm_blocks_per_sm(id)});
     }
@@ -473,8 +473,8 @@ int main(int argc, char** argv) {
         if (r.groups > 0 && r.median_us < best_os) best_os = r.median_us, nos = r.kernel;
       }
       if (!nig.empty() && !nos.empty())
-        std::printf("best %s: igemm %s %.2f us, osplit %s %.2f us (%.2fx)\n", lv, nig.c_str(), best_ig, nos.c_str(),
-                    best_os, best_ig / best_os);
+        std::printf("best %s: %s %.2f us, %s %.2f us (%.2fx)\n", lv, nig.c_str(), best_ig, nos.c_str(), best_os,
+                    best_ig / best_os);
     }
     CK(cudaStreamDestroy(st));
   } catch (const std::exception& ex) {
