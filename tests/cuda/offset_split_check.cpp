@@ -289,7 +289,7 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
     // osplit configs: per class P the first output is the class's reference
     std::vector<std::pair<int, std::vector<uint16_t>>> per_class;
     for (int id = 0; id < osplit_num_configs(); ++id) {
-      if (!osplit_config_fits(id, a)) continue;
+      if (!osplit_config_fits(id, a) || !osplit_fits_device(id)) continue;
       const OsplitConfig& c = osplit_config(id);
       a.y = y.p;
       CK(cudaMemset(y.p, 0xff, y.bytes));
