@@ -17,16 +17,14 @@ struct OsplitInstance {
   bool pdl = false;  ///< the device image has griddepcontrol (sm_90 or newer): may launch programmatically
 };
 
-template <int CIN, int COUT, int WR, int P, int S, int W, bool GS = false>
+template <int CIN, int COUT, int WR, int P, int S, int W>
 OsplitInstance make(const char* name) {
-  using C = osplit::Cfg<CIN, COUT, WR, P, S, W, GS>;
-  return OsplitInstance{
-      {CIN, COUT, WR, P, S, W, GS, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, GS>, C::kSmem, 1};
+  using C = osplit::Cfg<CIN, COUT, WR, P, S, W>;
+  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem, 1};
 }
 
-// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block} [u: group staging,
-// a step per (dz, dy) group of three offsets, each distinct input row staged once]. The shared memory is
-// the K x COUT x CIN weights plus warps x stages x rows (x 3 with u) x CIN halves; the warps per SM follow.
+// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The shared memory
+// is the K x COUT x CIN weights plus warps x stages x rows x CIN halves; the warps per SM follow from it.
 std::vector<OsplitInstance>& instances() {
   static std::vector<OsplitInstance> v = [] {
     std::vector<OsplitInstance> all;
@@ -38,7 +36,6 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
     all.push_back(make<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
     all.push_back(make<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
-    all.push_back(make<16, 16, 32, 1, 3, 12, true>("osplit c16x16r32p1s3w12u"));
     // 32 -> 32 (level 1): 54 KiB of weights, 2 KiB per stage and warp
     all.push_back(make<32, 32, 32, 1, 4, 16>("osplit c32x32r32p1s4w16"));
     all.push_back(make<32, 32, 32, 1, 5, 12>("osplit c32x32r32p1s5w12"));
@@ -47,17 +44,12 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<32, 32, 32, 2, 3, 20>("osplit c32x32r32p2s3w20"));
     all.push_back(make<32, 32, 32, 4, 4, 16>("osplit c32x32r32p4s4w16"));
     all.push_back(make<32, 32, 32, 4, 3, 20>("osplit c32x32r32p4s3w20"));
-    // group staging (one offset group: the summation order of P = 1): 6 KiB per stage and warp
-    all.push_back(make<32, 32, 32, 1, 2, 12, true>("osplit c32x32r32p1s2w12u"));
-    all.push_back(make<32, 32, 32, 1, 3, 8, true>("osplit c32x32r32p1s3w8u"));
-    all.push_back(make<32, 32, 32, 1, 2, 14, true>("osplit c32x32r32p1s2w14u"));
     // 16 -> 32 (the strided conv into level 1): 27 KiB of weights, 1 KiB per stage and warp; the
     // partial sums of P > 1 need 4.5 KiB per warp, so five or more stages there
     all.push_back(make<16, 32, 32, 1, 6, 8>("osplit c16x32r32p1s6w8"));
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
-    all.push_back(make<16, 32, 32, 1, 3, 12, true>("osplit c16x32r32p1s3w12u"));
     return all;
   }();
   return v;

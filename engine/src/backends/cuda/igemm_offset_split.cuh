@@ -11,11 +11,6 @@
 //   end:    P == 1: the warp's epilogue; P > 1: partial sums -> shared memory, a named barrier of the
 //           team, each warp reduces a slice of the rows in the fixed order g = 0, 1, .., P-1
 //
-// Group staging (GS, P == 1): a pipeline step per (dz, dy) group of three offsets instead of per offset;
-// the group's distinct input rows (neighbours of consecutive rows on one grid line share rows) are
-// staged once and ldmatrix reads each offset's rows by slot (tools/bench/tile_reuse.py measures the
-// reuse: 3.5-5x per tile at levels 1-3 of a real frame in bitmap row order).
-//
 // Summation order per output element: P == 1 sums offsets ascending, channels ascending (the order
 // of implicit_gemm.cuh's tiles: bitwise the same result); P > 1 sums ((part_0 + part_1) + ..) with
 // part_g over offsets k = g, g + P, .. ascending. Either way it depends on P only, never on WR,
@@ -51,7 +46,7 @@ __device__ __forceinline__ int swz(int r, int c) {
   return (c ^ ((r / RPL) % CPR)) * 8;
 }
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, bool GS = false, int KK = 27>
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 struct Cfg {
   static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
   static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
@@ -59,40 +54,30 @@ struct Cfg {
   static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
   static_assert(WR % P == 0, "each warp of a team reduces whole rows");
   static_assert(STAGES >= 2, "at least two stages");
-  static_assert(!GS || (P == 1 && WR == 32 && KK == 27), "group staging: one offset group, 32-row slabs, 3x3x3");
   static constexpr int kThreads = WARPS * 32;
   static constexpr int TEAMS = WARPS / P;
   static constexpr int KG = (KK + P - 1) / P;  // offsets per group
   static constexpr int RH = WR / 32;           // rows per lane in the map registers
   static constexpr int MT = WR / 16, NT = COUT / 8;
   static constexpr int CPR = CIN / 8;
-  // halves of one stage: one offset's rows, or (GS) the rows of one (dz, dy) group's three offsets
-  static constexpr int STAGE = (GS ? 3 : 1) * WR * CIN;
+  static constexpr int STAGE = WR * CIN;  // halves of one stage
   static constexpr int WARP_HALVES = STAGES * STAGE;
-  // GS: after the stages, a zero row (absent neighbours) and the group's 128-bit window bitmap
-  static constexpr int WARP_AREA = WARP_HALVES + (GS ? CIN + 8 : 0);
   static constexpr int LDC = COUT + 8;  // epilogue staging row (halves)
   static constexpr int LDR = COUT + 4;  // partial sums row (floats)
   static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
   static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
-  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_AREA) * 2;
+  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
 };
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, bool GS = false, int KK = 27>
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
-  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, GS, KK>;
+  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, KK>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int team = warp / P, g = warp % P;
-  __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_AREA;
-  __half* zrow = sS + C::WARP_HALVES;                                        // GS: zeros
-  uint32_t* wbits = reinterpret_cast<uint32_t*>(sS + C::WARP_HALVES + CIN);  // GS: window bitmap
-  if constexpr (GS) {
-    if (lane < CIN / 2) reinterpret_cast<uint32_t*>(zrow)[lane] = 0u;
-    __syncwarp();
-  }
+  __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
 
   // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below.
   {
@@ -160,163 +145,51 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[i][jn][q] = 0.f;
 
-    if constexpr (!GS) {
 #pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < C::KG) issue(s, s);
-        ptx::cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < C::KG) issue(s, s);
+      ptx::cp_async_commit();
+    }
+#pragma unroll
+    for (int j = 0; j < C::KG; ++j) {
+      ptx::cp_async_wait_mem<STAGES - 2>();
+      __syncwarp();
+      if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+      ptx::cp_async_commit();
+      const int k = g + j * P;
+      if (k >= KK) continue;
+      // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
+      uint32_t has[C::RH];
+      bool any = false;
+#pragma unroll
+      for (int h = 0; h < C::RH; ++h) {
+        has[h] = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
+        any |= has[h] != 0u;
       }
+      if (!any) continue;
+      const __half* tA = sS + (j % STAGES) * C::STAGE;
+      const __half* tB = sW + k * COUT * CIN;
 #pragma unroll
-      for (int j = 0; j < C::KG; ++j) {
-        ptx::cp_async_wait_mem<STAGES - 2>();
-        __syncwarp();
-        if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
-        ptx::cp_async_commit();
-        const int k = g + j * P;
-        if (k >= KK) continue;
-        // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
-        uint32_t has[C::RH];
-        bool any = false;
+      for (int kk = 0; kk < CIN / 16; ++kk) {
+        uint32_t bf[C::NT][2];
 #pragma unroll
-        for (int h = 0; h < C::RH; ++h) {
-          has[h] = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
-          any |= has[h] != 0u;
+        for (int jn = 0; jn < C::NT / 2; ++jn) {
+          const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
+          uint32_t r[4];
+          ldmatrix_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
+          bf[2 * jn][0] = r[0];
+          bf[2 * jn][1] = r[1];
+          bf[2 * jn + 1][0] = r[2];
+          bf[2 * jn + 1][1] = r[3];
         }
-        if (!any) continue;
-        const __half* tA = sS + (j % STAGES) * C::STAGE;
-        const __half* tB = sW + k * COUT * CIN;
 #pragma unroll
-        for (int kk = 0; kk < CIN / 16; ++kk) {
-          uint32_t bf[C::NT][2];
+        for (int i = 0; i < C::MT; ++i) {
+          if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+          const int row = i * 16 + (lane & 15);
+          uint32_t af[4];
+          ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
 #pragma unroll
-          for (int jn = 0; jn < C::NT / 2; ++jn) {
-            const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
-            uint32_t r[4];
-            ldmatrix_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
-            bf[2 * jn][0] = r[0];
-            bf[2 * jn][1] = r[1];
-            bf[2 * jn + 1][0] = r[2];
-            bf[2 * jn + 1][1] = r[3];
-          }
-#pragma unroll
-          for (int i = 0; i < C::MT; ++i) {
-            if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
-            const int row = i * 16 + (lane & 15);
-            uint32_t af[4];
-            ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
-#pragma unroll
-            for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
-          }
-        }
-      }
-    } else {
-      // one pipeline step's MMAs for offset k: A rows from `arow(i, chunk)` (16-row block i), B from the
-      // weights; 16-row blocks without a neighbour at k (bits 16 i .. 16 i + 15 of `has` clear) add nothing
-      auto mma_offset = [&](int k, uint64_t has, auto arow) {
-        const __half* tB = sW + k * COUT * CIN;
-#pragma unroll
-        for (int kk = 0; kk < CIN / 16; ++kk) {
-          uint32_t bf[C::NT][2];
-#pragma unroll
-          for (int jn = 0; jn < C::NT / 2; ++jn) {
-            const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
-            uint32_t r[4];
-            ldmatrix_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
-            bf[2 * jn][0] = r[0];
-            bf[2 * jn][1] = r[1];
-            bf[2 * jn + 1][0] = r[2];
-            bf[2 * jn + 1][1] = r[3];
-          }
-#pragma unroll
-          for (int i = 0; i < C::MT; ++i) {
-            if (((has >> (i * 16)) & 0xffffu) == 0u) continue;
-            uint32_t af[4];
-            ldmatrix_x4(af, arow(i, kk * 2 + (lane >> 4)));
-#pragma unroll
-            for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
-          }
-        }
-      };
-
-      // Group staging: a step per (dz, dy) group of three offsets (dx = -1, 0, +1), whose neighbours lie
-      // on one grid line. Its distinct input rows are staged once: in bitmap row order they fall into a
-      // short window [lo, hi] of rows; a 128-bit bitmap of the window and a prefix count give each
-      // entry its slot. A window wider than 128 rows stages every entry in its own slot. ldmatrix then
-      // reads each offset's A rows by slot (per-lane addresses), absent neighbours from a zero row.
-      // Offsets are summed in ascending order as above: the results are those of P == 1.
-      int sl[KK];  // this lane's row: the slot of its neighbour at each offset, -1 when absent
-      auto issue_group = [&](int gi, int s) {
-        __half* dst = sS + s * C::STAGE;
-        const int e0 = mp[0][3 * gi], e1 = mp[0][3 * gi + 1], e2 = mp[0][3 * gi + 2];
-        const int big = 0x7fffffff;
-        const int lo =
-            __reduce_min_sync(0xffffffffu, min(min(e0 >= 0 ? e0 : big, e1 >= 0 ? e1 : big), e2 >= 0 ? e2 : big));
-        const int hi = __reduce_max_sync(0xffffffffu, max(max(e0, e1), e2));
-        if (hi < 0) {
-          sl[3 * gi] = sl[3 * gi + 1] = sl[3 * gi + 2] = -1;
-          return;
-        }
-        auto copy_row = [&](int row, int slot) {
-#pragma unroll
-          for (int c = 0; c < C::CPR; ++c)
-            ptx::cp_async16(dst + slot * CIN + swz<CIN>(slot, c), x + int64_t(row) * CIN + c * 8);
-        };
-        if (hi - lo < 128) {
-          __syncwarp();  // every lane has read the previous group's bitmap
-          if (lane < 4) wbits[lane] = 0u;
-          __syncwarp();
-          if (e0 >= 0) atomicOr(&wbits[(e0 - lo) >> 5], 1u << ((e0 - lo) & 31));
-          if (e1 >= 0) atomicOr(&wbits[(e1 - lo) >> 5], 1u << ((e1 - lo) & 31));
-          if (e2 >= 0) atomicOr(&wbits[(e2 - lo) >> 5], 1u << ((e2 - lo) & 31));
-          __syncwarp();
-          const uint32_t w0 = wbits[0], w1 = wbits[1], w2 = wbits[2], w3 = wbits[3];
-          const int p1 = __popc(w0), p2 = p1 + __popc(w1), p3 = p2 + __popc(w2);
-          auto rank = [&](int b) {
-            const int q = b >> 5;
-            const uint32_t w = q == 0 ? w0 : q == 1 ? w1 : q == 2 ? w2 : w3;
-            const int base = q == 0 ? 0 : q == 1 ? p1 : q == 2 ? p2 : p3;
-            return base + __popc(w & ((1u << (b & 31)) - 1u));
-          };
-          sl[3 * gi] = e0 >= 0 ? rank(e0 - lo) : -1;
-          sl[3 * gi + 1] = e1 >= 0 ? rank(e1 - lo) : -1;
-          sl[3 * gi + 2] = e2 >= 0 ? rank(e2 - lo) : -1;
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const uint32_t w = q == 0 ? w0 : q == 1 ? w1 : q == 2 ? w2 : w3;
-            if ((w >> lane) & 1u) copy_row(lo + 32 * q + lane, rank(32 * q + lane));
-          }
-        } else {
-          sl[3 * gi] = e0 >= 0 ? lane : -1;
-          sl[3 * gi + 1] = e1 >= 0 ? 32 + lane : -1;
-          sl[3 * gi + 2] = e2 >= 0 ? 64 + lane : -1;
-          if (e0 >= 0) copy_row(e0, lane);
-          if (e1 >= 0) copy_row(e1, 32 + lane);
-          if (e2 >= 0) copy_row(e2, 64 + lane);
-        }
-      };
-      constexpr int NG = KK / 3;
-#pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < NG) issue_group(s, s);
-        ptx::cp_async_commit();
-      }
-#pragma unroll
-      for (int gi = 0; gi < NG; ++gi) {
-        ptx::cp_async_wait_mem<STAGES - 2>();
-        __syncwarp();
-        if (gi + STAGES - 1 < NG) issue_group(gi + STAGES - 1, (gi + STAGES - 1) % STAGES);
-        ptx::cp_async_commit();
-        const __half* tA = sS + (gi % STAGES) * C::STAGE;
-#pragma unroll
-        for (int jj = 0; jj < 3; ++jj) {
-          const int k = 3 * gi + jj;
-          const uint64_t has = __ballot_sync(0xffffffffu, mp[0][k] >= 0);
-          if (has == 0u) continue;
-          const int mine = sl[k];
-          mma_offset(k, has, [&](int i, int ch) {
-            const int slot = __shfl_sync(0xffffffffu, mine, i * 16 + (lane & 15));
-            return slot >= 0 ? tA + slot * CIN + swz<CIN>(slot, ch) : zrow + ch * 8;
-          });
+          for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }
       }
     }
@@ -373,7 +246,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           }
       team_sync(1 + team, P * 32);
       constexpr int ROWS = WR / P;
-      const float* base = reinterpret_cast<const float*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_AREA);
+      const float* base = reinterpret_cast<const float*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
       for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
         const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
         const int64_t row = r0 + rl;
@@ -383,7 +256,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         for (int q = 0; q < 8; ++q) v[q] = base[rl * C::LDR + c8 + q];
 #pragma unroll
         for (int p = 1; p < P; ++p) {
-          const float* part = base + size_t(p) * C::WARP_AREA / 2;  // warp p's stages, as floats
+          const float* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as floats
 #pragma unroll
           for (int q = 0; q < 8; ++q) v[q] += part[rl * C::LDR + c8 + q];
         }

@@ -15,7 +15,6 @@ struct OsplitConfig {
   int groups;     ///< offset groups P: the P warps of a team share a slab, warp g sums the offsets k % P == g
   int stages;     ///< per-warp gather pipeline depth (offsets in flight: stages - 1)
   int warps;      ///< warps per block (teams of P warps)
-  bool staged;    ///< group staging (groups 1): a step per (dz, dy) group, distinct input rows staged once
   const char* name;
 };
 
