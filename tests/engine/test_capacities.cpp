@@ -139,14 +139,24 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
   const ArenaReport b8 = cuda_arena_report(g, grid, 8, o8);
   std::printf("[arena] batch 8 at the bounds: %.2f MB\n", double(b8.total) / 1e6);
   EXPECT_GT(b8.total, 4 * bounds.total);
-  // a bad frame is an error naming the row
+  // a bad frame is an error naming the row: outside the grid, or a site given twice
   const int32_t rows[8] = {0, 3, 4, 5, 0, 3, 4, 1440};
   const Tensor bad = Tensor::from_host(rows, {2, 4}, DType::Int32);
   try {
     cuda_arena_report(g, grid, 1, o, &bad);
     ADD_FAILURE() << "a row outside the grid was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("row 1 (0, 3, 4, 1440) lies outside the grid 41x1440x1440"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("frame: row 1 coordinate (3, 4, 1440) lies outside the grid 41x1440x1440"),
+              std::string::npos)
+        << e.what();
+  }
+  const int32_t twice[8] = {0, 3, 4, 5, 0, 3, 4, 5};
+  try {
+    frame_site_rows(g, grid, 1, Tensor::from_host(twice, {2, 4}, DType::Int32), "twice.tensor");
+    ADD_FAILURE() << "a site given twice was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("twice.tensor: frame: rows 0 and 1 are the same site (0, 3, 4, 5)"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "backends/cpu/kernel_map.h"
+#include "core/input_check.h"
 #include "plan/arena_layout.h"
 #include "plan/engine_plan.h"
 #include "scn/inspect.h"
@@ -11,17 +12,9 @@ namespace scn {
 
 std::vector<int64_t> frame_site_rows(const Graph& graph, const Int3& grid, int batch, const Tensor& idx,
                                      const std::string& label) {
-  SCN_CHECK(idx.device() == Device::Host && idx.dtype() == DType::Int32 && idx.ndim() == 2 && idx.dim(1) == 4, label,
-            ": expected a host int32 tensor [N, 4], got ", idx.ndim(), " dimensions");
+  check_sparse_indices(idx, grid, batch, "frame", label);
   const int32_t* p = idx.ptr<int32_t>();
   const int64_t n = idx.dim(0);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t* r = p + 4 * i;
-    SCN_CHECK(r[0] >= 0 && r[0] < batch, label, ": row ", i, " has batch index ", r[0], ", outside 0..", batch - 1);
-    for (int d = 0; d < 3; ++d)
-      SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[size_t(d)], label, ": row ", i, " (", r[0], ", ", r[1], ", ", r[2],
-                ", ", r[3], ") lies outside the grid ", int3_string(grid));
-  }
   const GraphAnalysis an = analyze_graph(graph);
   const ShapeInfo shapes = infer_shapes(graph, an, {grid}, batch);
   std::vector<cpu::SiteSet> sets(size_t(an.num_site_sets));

@@ -1,5 +1,6 @@
-// Validation of a bound sparse input on the host, shared by every backend: dtypes, shapes,
-// coordinates inside the grid, batch indices, duplicate sites. Messages name the label (the file).
+// Validation of a bound sparse input on the host, shared by every backend and the host-side planning
+// tools: dtypes, shapes, coordinates inside the grid, batch indices, duplicate sites. Messages name
+// the label (the file).
 #pragma once
 
 #include "scn/engine.h"
@@ -10,9 +11,13 @@ namespace scn {
 void check_sparse_input(const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
                         int32_t channels, const std::string& input_name, const InputLabels& labels);
 
+/// The coordinates of indices [N, 4] int32 on the host: batch index in 0..batch_size-1, every
+/// coordinate inside the grid, no site twice. Messages read "<label>: <what>: row i ...".
+void check_sparse_indices(const Tensor& indices, const Int3& grid, int batch_size, const std::string& what,
+                          const std::string& label);
+
 /// Shape and dtype checks only (for device tensors whose contents are checked on the device).
-void check_sparse_input_shapes(const Tensor& features, const Tensor& indices, const Int3& grid,
-                               int batch_size, int32_t channels, const std::string& input_name,
-                               const InputLabels& labels);
+void check_sparse_input_shapes(const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
+                               int32_t channels, const std::string& input_name, const InputLabels& labels);
 
 }  // namespace scn
