@@ -17,55 +17,48 @@ bitmap order, z-y-x lexicographic):
     /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
         [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
 
-Only numpy and the project's tensor reader (tools/python/scn_tools) are needed.
+Needs numpy, torch and the project's Python tools (tools/python/scn_tools: the reference kernel maps and
+the tensor reader).
 """
 import argparse
-import itertools
 import pathlib
 import sys
 
 import numpy as np
+import torch
 
-OFFSETS = np.array(list(itertools.product((-1, 0, 1), repeat=3)), dtype=np.int64)  # k = 9 (dz+1) + 3 (dy+1) + dx+1
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from scn_tools import reference  # noqa: E402  (the project's spconv-semantics maps)
+from scn_tools.tensor_io import load_tensor  # noqa: E402
+
+
+def _indices(coords: np.ndarray) -> torch.Tensor:
+    """(z, y, x) rows -> the reference's int32 [N, 4] indices of batch 0."""
+    c = torch.from_numpy(np.ascontiguousarray(coords, dtype=np.int64))
+    return torch.cat([torch.zeros(len(c), 1, dtype=torch.int64), c], dim=1).to(torch.int32)
 
 
 def linear(coords: np.ndarray, grid) -> np.ndarray:
     """Linear cell index of (z, y, x) rows in a grid (bitmap order)."""
-    return (coords[:, 0] * grid[1] + coords[:, 1]) * grid[2] + coords[:, 2]
+    return reference.linear_keys(_indices(coords), grid).numpy()
 
 
 def strided_sites(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
-    """Output sites of a kernel^3, stride^3 conv with padding `pad` (spconv's rule: an output exists where
-    some kernel tap lands on an input), sorted in bitmap order, and the output grid."""
+    """Output sites of a kernel^3, stride^3 conv with padding `pad` (reference.build_conv_map, spconv's
+    rule), sorted in bitmap order, and the output grid (an empty set where the grid shrinks to nothing)."""
     out_grid = tuple((g + 2 * p - kernel) // stride + 1 for g, p in zip(grid, pad))
-    outs = []
-    for off in itertools.product(range(kernel), repeat=3):
-        t = coords + np.array(pad) - np.array(off)
-        ok = np.all(t % stride == 0, axis=1)
-        o = t[ok] // stride
-        ok = np.all((o >= 0) & (o < np.array(out_grid)), axis=1)
-        outs.append(o[ok])
-    o = np.concatenate(outs)
-    keys = np.unique(linear(o, out_grid))
-    z, rem = np.divmod(keys, out_grid[1] * out_grid[2])
-    y, x = np.divmod(rem, out_grid[2])
-    return np.stack([z, y, x], axis=1), out_grid
+    if min(out_grid) <= 0:
+        return np.zeros((0, 3), dtype=np.int64), out_grid
+    m = reference.build_conv_map(_indices(coords), grid, kernel, stride, pad)
+    return m.out_indices[:, 1:].to(torch.int64).numpy(), tuple(m.out_shape)
 
 
 def subm_map(coords: np.ndarray, grid) -> np.ndarray:
-    """[N, 27] input row of each output row's neighbour at each 3x3x3 offset, -1 where there is none.
-    Rows keep the order of `coords`."""
-    keys = linear(coords, grid)
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
+    """[N, 27] input row of each output row's neighbour at each 3x3x3 offset (k = 9 (dz+1) + 3 (dy+1) +
+    dx+1), -1 where there is none, from reference.build_subm_map. Rows keep the order of `coords`."""
+    m = reference.build_subm_map(_indices(coords), grid, 3)
     out = np.full((len(coords), 27), -1, dtype=np.int64)
-    for k, off in enumerate(OFFSETS):
-        n = coords + off
-        inside = np.all((n >= 0) & (n < np.array(grid)), axis=1)
-        nk = linear(np.where(inside[:, None], n, 0), grid)
-        pos = np.minimum(np.searchsorted(sorted_keys, nk), len(keys) - 1)
-        hit = inside & (sorted_keys[pos] == nk)
-        out[hit, k] = order[pos[hit]]
+    out[m.pair_out.numpy(), m.pair_offset.numpy()] = m.pair_in.numpy()
     return out
 
 
@@ -121,9 +114,6 @@ def main(argv=None) -> int:
     ap.add_argument("--pads", default="1,1,1:1,1,1:0,1,1",
                     help="padding (z,y,x) of the stride-2 convs into levels 1, 2, 3 (CenterPoint's default)")
     a = ap.parse_args(argv)
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-    from scn_tools.tensor_io import load_tensor
-
     idx = load_tensor(a.indices)
     if idx.ndim != 2 or idx.shape[1] != 4:
         print(f"{a.indices}: expected indices [N, 4], got shape {list(idx.shape)}", file=sys.stderr)
@@ -147,17 +137,14 @@ def main(argv=None) -> int:
     print("| level | rows | order | BM | pairs/row | unique/tile | windows/tile | pairs/unique | max unique | "
           "max windows | gather MB now | union MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    levels = [(0, "input", coords)]
+    levels = [(0, "input", coords, grid)]
     if not sorted_input:  # the same sites in bitmap order: what sorting the input rows would give
-        levels.append((0, "bitmap", coords[np.argsort(linear(coords, grid), kind="stable")]))
+        levels.append((0, "bitmap", coords[np.argsort(linear(coords, grid), kind="stable")], grid))
     level_coords, level_grid = coords, grid
     for level in range(1, 4):
         level_coords, level_grid = strided_sites(level_coords, level_grid, pad=pads[level - 1])
-        levels.append((level, "bitmap", level_coords))
-    for level, order, level_coords in levels:
-        level_grid = grid
-        for lv in range(level):
-            level_grid = tuple((g + 2 * p - 3) // 2 + 1 for g, p in zip(level_grid, pads[lv]))
+        levels.append((level, "bitmap", level_coords, level_grid))
+    for level, order, level_coords, level_grid in levels:
         m = subm_map(level_coords, level_grid)
         c = channels[min(level, len(channels) - 1)]
         for bm in bms:
