@@ -372,6 +372,41 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       launch_ustage(id, a, sp, sm, st);
       check(result() == got, std::string(c.name) + " bitwise equal run to run");
       const auto t = time_kernel([&] { launch_ustage(id, a, sp, sm, st); }, runs, st);
+      {  // EXPERIMENT: per-team phase trace (clock64 cycles)
+        const size_t nteam = size_t(sm) * 16 * 8;
+        Buf tb(nteam * 34 * 8);
+        CK(cudaMemset(tb.p, 0, tb.bytes));
+        StagePlan tp = sp;
+        tp.trace = tb.as<uint64_t>();
+        launch_ustage(id, a, tp, sm, st);
+        CK(cudaStreamSynchronize(st));
+        const std::vector<uint64_t> tr = tb.down<uint64_t>(nteam * 34);
+        double w = 0, stg = 0, cmp = 0, epi = 0, gap = 0, tot = 0, maxtot = 0;
+        int nt = 0, ntile = 0, ngap = 0, maxtiles = 0;
+        for (size_t q = 0; q < nteam; ++q) {
+          const uint64_t* r = tr.data() + q * 34;
+          if (r[0] == 0) continue;
+          ++nt;
+          w += double(r[1] - r[0]);
+          int k = 0;
+          for (; k < 8 && r[2 + 4 * k] != 0; ++k) {
+            stg += double(r[3 + 4 * k] - r[2 + 4 * k]);
+            cmp += double(r[4 + 4 * k] - r[3 + 4 * k]);
+            epi += double(r[5 + 4 * k] - r[4 + 4 * k]);
+            if (k > 0) gap += double(r[2 + 4 * k] - r[5 + 4 * (k - 1)]), ++ngap;
+          }
+          ntile += k;
+          maxtiles = std::max(maxtiles, k);
+          const double tt = k ? double(r[5 + 4 * (k - 1)] - r[0]) : 0;
+          tot += tt;
+          maxtot = std::max(maxtot, tt);
+        }
+        if (nt && ntile)
+          std::printf("  TRACE %s: %d teams, %.2f tiles/team (max %d); cycles: weights %.0f, per tile staged %.0f, "
+                      "computed %.0f, stored %.0f, next-tile barrier %.0f; team total mean %.0f max %.0f\n",
+                      c.name, nt, double(ntile) / nt, maxtiles, w / nt, stg / ntile, cmp / ntile, epi / ntile,
+                      ngap ? gap / ngap : 0.0, tot / nt, maxtot);
+      }
       table.push_back({p.level, e.name, c.name, -1, t.first, t.second, ustage_blocks_per_sm(id)});
       const auto tp = time_kernel([&] { launch_stage_plan(p.d_map, p.d_count, sp, sm, st); }, runs, st);
       table.push_back({p.level, e.name, std::string(c.name) + " plan", -1, tp.first, tp.second, 0});

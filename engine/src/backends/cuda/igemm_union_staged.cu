@@ -14,20 +14,8 @@ constexpr size_t kAlign = 256;
 size_t align_up(size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
 int64_t tiles_for(int64_t cap_out, int bm) { return (cap_out + bm - 1) / bm; }
 
-struct UstageInstance {
-  UstageConfig cfg;
-  void (*kernel)(const ConvArgs, const StagePlan);
-  size_t smem;
-  int blocks_per_sm;
-  bool pdl = false;
-};
-
-template <int CIN, int COUT, int BM, int UCAP, int W, int T>
-UstageInstance make(const char* name) {
-  using C = ustage::Cfg<CIN, COUT, BM, UCAP, W, T>;
-  return UstageInstance{{CIN, COUT, BM, UCAP, W, T, name}, &ustage::ustage_kernel<CIN, COUT, BM, UCAP, W, T>, C::kSmem,
-                        0};
-}
+using ustage::make;
+using ustage::UstageInstance;
 
 // Name: c{CIN}x{COUT} m{rows per tile} u{staged rows per tile} w{warps per team} t{teams per block}.
 // Shared memory: the 27 x COUT x CIN weights + per team (u + 1) x CIN staged halves, the tile's slots
@@ -36,22 +24,25 @@ std::vector<UstageInstance>& instances() {
   static std::vector<UstageInstance> v = [] {
     std::vector<UstageInstance> all;
     // 16 -> 16 (level 0)
-    all.push_back(make<16, 16, 64, 512, 4, 4>("ustage c16x16m64u512w4t4"));
-    all.push_back(make<16, 16, 64, 512, 2, 6>("ustage c16x16m64u512w2t6"));
-    all.push_back(make<16, 16, 64, 512, 1, 8>("ustage c16x16m64u512w1t8"));
-    all.push_back(make<16, 16, 128, 1024, 8, 2>("ustage c16x16m128u1024w8t2"));
-    all.push_back(make<16, 16, 128, 1024, 4, 3>("ustage c16x16m128u1024w4t3"));
+    all.push_back(make<16, 16, 64, 512, 4, 4, false>("ustage c16x16m64u512w4t4"));
+    all.push_back(make<16, 16, 64, 512, 2, 6, false>("ustage c16x16m64u512w2t6"));
+    all.push_back(make<16, 16, 64, 512, 1, 8, false>("ustage c16x16m64u512w1t8"));
+    all.push_back(make<16, 16, 128, 1024, 8, 2, false>("ustage c16x16m128u1024w8t2"));
+    all.push_back(make<16, 16, 128, 1024, 4, 3, false>("ustage c16x16m128u1024w4t3"));
     // 32 -> 32 (level 1)
-    all.push_back(make<32, 32, 64, 512, 4, 3>("ustage c32x32m64u512w4t3"));
-    all.push_back(make<32, 32, 64, 512, 2, 4>("ustage c32x32m64u512w2t4"));
-    all.push_back(make<32, 32, 64, 512, 1, 4>("ustage c32x32m64u512w1t4"));
-    all.push_back(make<32, 32, 128, 1024, 4, 2>("ustage c32x32m128u1024w4t2"));
+    all.push_back(make<32, 32, 64, 512, 4, 3, false>("ustage c32x32m64u512w4t3"));
+    all.push_back(make<32, 32, 64, 512, 2, 4, false>("ustage c32x32m64u512w2t4"));
+    all.push_back(make<32, 32, 64, 512, 1, 4, false>("ustage c32x32m64u512w1t4"));
+    all.push_back(make<32, 32, 128, 1024, 4, 2, false>("ustage c32x32m128u1024w4t2"));
     // room for two offsets per tile: most tiles of a real level overflow (the fallback path's check)
-    all.push_back(make<32, 32, 64, 128, 4, 4>("ustage c32x32m64u128w4t4"));
+    all.push_back(make<32, 32, 64, 128, 4, 4, false>("ustage c32x32m64u128w4t4"));
     // 16 -> 32 (the strided conv into level 1)
-    all.push_back(make<16, 32, 64, 512, 4, 2>("ustage c16x32m64u512w4t2"));
-    all.push_back(make<16, 32, 64, 512, 2, 4>("ustage c16x32m64u512w2t4"));
-    all.push_back(make<16, 32, 64, 512, 1, 6>("ustage c16x32m64u512w1t6"));
+    all.push_back(make<16, 32, 64, 512, 4, 2, false>("ustage c16x32m64u512w4t2"));
+    all.push_back(make<16, 32, 64, 512, 2, 4, false>("ustage c16x32m64u512w2t4"));
+    all.push_back(make<16, 32, 64, 512, 1, 6, false>("ustage c16x32m64u512w1t6"));
+#if SCN_CUDA_WGMMA
+    ustage::add_instances_wgmma(all);
+#endif
     return all;
   }();
   return v;
@@ -133,9 +124,10 @@ void ustage_init() {
   int device = 0, smem_optin = 0;
   SCN_CUDA_CHECK(cudaGetDevice(&device));
   SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const bool wgmma = igemm_wgmma_device();
   for (UstageInstance& in : instances()) {
     in.blocks_per_sm = 0;
-    if (in.smem > size_t(smem_optin)) continue;
+    if (in.smem > size_t(smem_optin) || (in.cfg.wgmma && !wgmma)) continue;
     const auto* fn = reinterpret_cast<const void*>(in.kernel);
     SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
     int bps = 0;

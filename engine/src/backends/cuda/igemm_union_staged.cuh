@@ -23,6 +23,7 @@
 
 #include <cub/block/block_scan.cuh>
 #include <cstdint>
+#include <vector>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/igemm_offset_split.cuh"
@@ -33,6 +34,58 @@ namespace scn::cuda {
 namespace ustage {
 
 constexpr int kK = 27;
+
+// ---- wgmma with A in registers (sm_90a objects only: the WG kernels) ------------------------------
+// B (the weights of one offset, [COUT][CIN] K-major) is read by the tensor cores from shared memory
+// without swizzle: 8 x 8-half core matrices of 128 contiguous bytes, the COUT / 8 of one 8-channel
+// group side by side (SBO 128 bytes), channel groups COUT / 8 * 128 bytes apart (LBO).
+__device__ __forceinline__ uint64_t wg_desc_plain(const void* p, uint32_t lbo, uint32_t sbo) {
+  return ((uint64_t(ptx::smem_addr(p)) & 0x3FFFFu) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+__device__ __forceinline__ void wg_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+#define SCN_US_ACC4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+/// D(64 x 16|32, f32) += A(64 x 16, f16, registers: the mma.m16n8k16 fragment of each warp's 16 rows)
+/// * B(16|32 x 16, f16, K-major, shared memory)^T, one warpgroup.
+__device__ __forceinline__ void wgmma_rA(float (&d)[2][4], const uint32_t (&a)[4], uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, "
+      "p, 1, 1, 0;\n}\n"
+      : SCN_US_ACC4(0), SCN_US_ACC4(1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wgmma_rA(float (&d)[4][4], const uint32_t (&a)[4], uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+      : SCN_US_ACC4(0), SCN_US_ACC4(1), SCN_US_ACC4(2), SCN_US_ACC4(3)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+#undef SCN_US_ACC4
 
 /// Hash table slots of the plan kernel for BM-row tiles (power of two, load <= 0.43).
 constexpr int plan_table_size(int bm) { return bm * 64; }
@@ -140,13 +193,16 @@ struct Cfg {
   static constexpr size_t kSmem = (kWeightHalves + TEAMS * kTeamHalves) * 2;
 };
 
-template <int CIN, int COUT, int BM, int UCAP, int WARPS, int TEAMS>
+template <int CIN, int COUT, int BM, int UCAP, int WARPS, int TEAMS, bool WG>
 __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const ConvArgs a, const StagePlan p) {
   using C = Cfg<CIN, COUT, BM, UCAP, WARPS, TEAMS>;
+  static_assert(!WG || (WARPS == 4 && BM == 64 && COUT <= 32), "wgmma: one warpgroup per 64-row tile, N 16 or 32");
+  constexpr uint32_t kLbo = COUT / 8 * 128;  // WG weights: bytes between 8-channel groups
   using osplit::swz;
   using osplit::team_sync;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
+  const uint64_t tstart = uint64_t(clock64());
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int team = warp / WARPS, tw = warp % WARPS, ttid = tid % C::kTeamThreads;
   __half* sX = sW + C::kWeightHalves + size_t(team) * C::kTeamHalves;
@@ -158,7 +214,9 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
     const __half* w = static_cast<const __half*>(a.w);
     for (int i = tid; i < kK * COUT * C::CPR; i += C::kThreads) {
       const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
-      ptx::cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
+      __half* dst = WG ? sW + ((k * C::CPR + c) * (COUT / 8) + co / 8) * 64 + (co % 8) * 8
+                       : sW + (k * COUT + co) * CIN + swz<CIN>(co, c);
+      ptx::cp_async16(dst, w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
     }
     ptx::cp_async_commit();
   }
@@ -168,10 +226,17 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
   const int64_t ntiles = (n + BM - 1) / BM;
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   ptx::cp_async_wait_mem<0>();
+  if constexpr (WG) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // wgmma reads B via the async proxy
   __syncthreads();  // weights and zero rows in place
   // Launched programmatically the grid may get here while the previous conv runs: the plan, the map,
   // the row count and the weights are not its outputs, the activations are.
   ptx::grid_dependency_wait();
+  // EXPERIMENT trace: per team [start, weights in, then per tile: begin, staged, computed, stored]
+  auto gt = [] { return uint64_t(clock64()); };
+  uint64_t* tr = p.trace ? p.trace + (int64_t(blockIdx.x) * TEAMS + team) * 34 : nullptr;
+  const bool trl = tr && ttid == 0;
+  if (trl) { tr[0] = tstart; tr[1] = gt(); }
+  int ntr = 0;
 
   const int64_t stride = int64_t(gridDim.x) * TEAMS;
   for (int64_t tile = int64_t(blockIdx.x) * TEAMS + team; tile < ntiles; tile += stride) {
@@ -183,6 +248,7 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
 #pragma unroll
     for (int j = 0; j < C::RJ; ++j) rv[j] = __ldg(p.rows + tile * UCAP + tw * (UCAP / WARPS) + j * 32 + lane);
     team_sync(1 + team, C::kTeamThreads);  // the team is done with the previous tile's staged rows
+    if (trl && ntr < 8) tr[2 + 4 * ntr] = gt();
 
     float acc[C::MT][C::NT][4];
 #pragma unroll
@@ -252,14 +318,74 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
       ptx::cp_async_commit();
       ptx::cp_async_wait_mem<0>();
       team_sync(1 + team, C::kTeamThreads);
-      // the offsets unrolled: the compiler issues the slot loads of later offsets early
+      if (trl && ntr < 8) tr[3 + 4 * ntr] = gt();
+      if constexpr (WG) {
+        // one warpgroup: the A fragments of offset k + 1 load (ldmatrix by slot) while offset k's wgmma runs
+        uint32_t af[2][CIN / 16][4];
+        auto load_a = [&](int k, uint32_t(&dst)[CIN / 16][4]) {
+          const int sl = slot_of(0, k);
 #pragma unroll
-      for (int k = 0; k < kK; ++k) {
-        int sl[C::MT];
+          for (int kk = 0; kk < CIN / 16; ++kk)
+            ptx::ldmatrix_x4(dst[kk], sX + sl * CIN + swz<CIN>(sl, kk * 2 + (lane >> 4)));
+        };
+        load_a(0, af[0]);
 #pragma unroll
-        for (int i = 0; i < C::MT; ++i) sl[i] = slot_of(i, k);
-        step(k, sl);
+        for (int k = 0; k < kK; ++k) {
+          wg_fence();
+#pragma unroll
+          for (int kk = 0; kk < CIN / 16; ++kk)
+            wgmma_rA(acc[0], af[k & 1][kk], wg_desc_plain(sW + (k * C::CPR + 2 * kk) * (COUT / 8) * 64, kLbo, 128));
+          wg_commit();
+          if (k + 1 < kK) {
+            wg_wait<1>();  // offset k - 1's wgmma is done with the registers about to be loaded
+            load_a(k + 1, af[(k + 1) & 1]);
+          }
+        }
+        wg_wait<0>();
+      } else {
+        // software pipeline over the offsets: the fragments of offset k + 1 (A by slot, B) load while
+        // offset k's MMAs run; every offset runs (absent rows read the zero row), no branch between
+        struct Frag {
+          uint32_t a[C::MT][CIN / 16][4];
+          uint32_t b[CIN / 16][C::NT][2];
+        };
+        auto load_frag = [&](int k, Frag& f) {
+#pragma unroll
+          for (int i = 0; i < C::MT; ++i) {
+            const int sl = slot_of(i, k);
+#pragma unroll
+            for (int kk = 0; kk < CIN / 16; ++kk)
+              ptx::ldmatrix_x4(f.a[i][kk], sX + sl * CIN + swz<CIN>(sl, kk * 2 + (lane >> 4)));
+          }
+          const __half* tB = sW + k * COUT * CIN;
+#pragma unroll
+          for (int kk = 0; kk < CIN / 16; ++kk)
+#pragma unroll
+            for (int jn = 0; jn < C::NT / 2; ++jn) {
+              const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
+              uint32_t r4[4];
+              ptx::ldmatrix_x4(r4, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
+              f.b[kk][2 * jn][0] = r4[0];
+              f.b[kk][2 * jn][1] = r4[1];
+              f.b[kk][2 * jn + 1][0] = r4[2];
+              f.b[kk][2 * jn + 1][1] = r4[3];
+            }
+        };
+        Frag f[2];
+        load_frag(0, f[0]);
+#pragma unroll
+        for (int k = 0; k < kK; ++k) {
+          if (k + 1 < kK) load_frag(k + 1, f[(k + 1) & 1]);
+          const Frag& c = f[k & 1];
+#pragma unroll
+          for (int kk = 0; kk < CIN / 16; ++kk)
+#pragma unroll
+            for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+              for (int jn = 0; jn < C::NT; ++jn) ptx::mma_16816(acc[i][jn], c.a[i][kk], c.b[kk][jn][0], c.b[kk][jn][1]);
+        }
       }
+
     } else {
       // more distinct rows than room: G offsets per pass, one staged row per entry
       for (int k0 = 0; k0 < kK; k0 += C::G) {
@@ -277,15 +403,31 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
         ptx::cp_async_wait_mem<0>();
         team_sync(1 + team, C::kTeamThreads);
         for (int k = k0; k < k0 + kn; ++k) {
-          int s1[C::MT];
+          if constexpr (WG) {
+            const int sl = slot_of(0, k);
+            uint32_t af[CIN / 16][4];
 #pragma unroll
-          for (int i = 0; i < C::MT; ++i) s1[i] = slot_of(i, k);
-          step(k, s1);
+            for (int kk = 0; kk < CIN / 16; ++kk)
+              ptx::ldmatrix_x4(af[kk], sX + sl * CIN + swz<CIN>(sl, kk * 2 + (lane >> 4)));
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < CIN / 16; ++kk)
+              wgmma_rA(acc[0], af[kk], wg_desc_plain(sW + (k * C::CPR + 2 * kk) * (COUT / 8) * 64, kLbo, 128));
+            wg_commit();
+            wg_wait<0>();
+          } else {
+            int s1[C::MT];
+#pragma unroll
+            for (int i = 0; i < C::MT; ++i) s1[i] = slot_of(i, k);
+            step(k, s1);
+          }
         }
+
       }
     }
 
     // epilogue: fragments -> half(act(acc + bias)) in the warp's staging rows -> 16-byte rows out
+    if (trl && ntr < 8) tr[4 + 4 * ntr] = gt();
     const __half* __restrict__ res = static_cast<const __half*>(a.residual);
     __half* y = static_cast<__half*>(a.y);
 #pragma unroll
@@ -313,8 +455,28 @@ __global__ void __launch_bounds__(TEAMS* WARPS * 32, 1) ustage_kernel(const Conv
       store8_residual_relu(y, res, row * a.cout_p + c8, a.relu_after, v);
     }
     __syncwarp();  // the staging rows are read before the next tile writes them
+    if (trl && ntr < 8) tr[5 + 4 * ntr] = gt();
+    ++ntr;
   }
 }
+
+/// A registered instance (igemm_union_staged.cu; the wgmma ones come from igemm_union_staged_wgmma.cu,
+/// an sm_90a object).
+struct UstageInstance {
+  UstageConfig cfg;
+  void (*kernel)(const ConvArgs, const StagePlan);
+  size_t smem;
+  int blocks_per_sm;
+  bool pdl = false;
+};
+
+template <int CIN, int COUT, int BM, int UCAP, int W, int T, bool WG>
+UstageInstance make(const char* name) {
+  return UstageInstance{{CIN, COUT, BM, UCAP, W, T, name, WG}, &ustage_kernel<CIN, COUT, BM, UCAP, W, T, WG>,
+                        Cfg<CIN, COUT, BM, UCAP, W, T>::kSmem, 0};
+}
+
+void add_instances_wgmma(std::vector<UstageInstance>& v);
 
 }  // namespace ustage
 }  // namespace scn::cuda

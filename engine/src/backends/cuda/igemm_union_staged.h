@@ -25,6 +25,7 @@ struct StagePlan {
   int bm = 64;
   int ucap = 512;
   int64_t cap_out = 0;  ///< output rows the plan has room for
+  uint64_t* trace = nullptr;  ///< EXPERIMENT
 };
 
 /// Bytes of the three arrays of a plan for cap_out rows (each 256-byte aligned), and their layout.
@@ -42,6 +43,7 @@ struct UstageConfig {
   int warps;      ///< warps of a team (one tile at a time; BM / warps rows each)
   int teams;      ///< teams per block (they share the block's weights)
   const char* name;
+  bool wgmma = false;  ///< one warpgroup per tile, wgmma with A in registers (sm_90a object; compute capability 9.0)
 };
 
 int ustage_num_configs();
