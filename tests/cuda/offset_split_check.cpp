@@ -28,7 +28,6 @@
 #include <vector>
 
 #include "backends/cuda/igemm_offset_split.h"
-#include "backends/cuda/igemm_union_staged.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/tile_choice.h"
 #include "core/half.h"
@@ -69,12 +68,6 @@ struct Buf {
   template <typename T>
   void up(const std::vector<T>& v) {
     CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  template <typename T>
-  static std::vector<T> down_at(const T* src, size_t n) {
-    std::vector<T> v(n);
-    CK(cudaMemcpy(v.data(), src, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
   }
   template <typename T>
   std::vector<T> down(size_t n) const {
@@ -321,96 +314,6 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
       table.push_back({p.level, e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
     }
-    // ustage configs: the map's stage plan per (bm, ucap), checked on the host, then the kernel; every
-    // config sums in the tiles' order, so each is bitwise the tiles' output
-    for (int id = 0; id < ustage_num_configs(); ++id) {
-      if (!ustage_config_fits(id, a) || !ustage_fits_device(id)) continue;
-      const UstageConfig& c = ustage_config(id);
-      Buf plan(stage_plan_bytes(p.cap, c.bm, c.ucap));
-      const StagePlan sp = stage_plan_at(plan.p, p.cap, c.bm, c.ucap);
-      launch_stage_plan(p.d_map, p.d_count, sp, sm, st);
-      CK(cudaStreamSynchronize(st));
-      const int64_t tiles = (p.n + c.bm - 1) / c.bm;
-      const std::vector<int32_t> cnt = Buf::down_at<int32_t>(sp.count, size_t(tiles));
-      const std::vector<int32_t> rows = Buf::down_at<int32_t>(sp.rows, size_t(tiles) * size_t(c.ucap));
-      const std::vector<uint16_t> slots = Buf::down_at<uint16_t>(sp.slots, size_t(tiles) * size_t(c.bm) * kK);
-      int64_t over = 0, staged = 0, bad = 0;
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int u = cnt[size_t(t)];
-        if (u < 0) {
-          ++over;
-          continue;
-        }
-        staged += u;
-        const int32_t* rt = rows.data() + t * c.ucap;
-        std::vector<int32_t> sorted(rt, rt + u);
-        std::sort(sorted.begin(), sorted.end());
-        bad += std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();  // distinct
-        std::vector<int32_t> used;
-        for (int64_t e = 0; e < int64_t(c.bm) * kK; ++e) {
-          const int64_t row = t * c.bm + e / kK;
-          const int32_t want_in = row < p.n ? p.map[size_t(row * kK + e % kK)] : -1;
-          if (want_in >= 0) used.push_back(want_in);
-          const uint16_t sl = slots[size_t(t * c.bm * kK + e)];
-          bad += want_in < 0 ? sl != kStageZeroSlot : (sl >= u || rt[sl] != want_in);
-        }
-        std::sort(used.begin(), used.end());
-        bad += std::unique(used.begin(), used.end()) - used.begin() != u;  // no row listed in vain
-      }
-      check(bad == 0, std::string(c.name) + " stage plan: rows distinct and every entry's slot holds its row (" +
-                          std::to_string(bad) + " wrong)");
-      std::printf("  %s plan: %lld tiles, %lld over %d rows, %.1f staged rows per tile\n", c.name, (long long)tiles,
-                  (long long)over, c.ucap, tiles > over ? double(staged) / double(tiles - over) : 0.0);
-      a.y = y.p;
-      CK(cudaMemset(y.p, 0xff, y.bytes));
-      launch_ustage(id, a, sp, sm, st);
-      const std::vector<uint16_t> got = result();
-      const double rl = rel_l2(got, want);
-      check(rl < 1e-3, std::string(c.name) + " vs CPU fp32: rel-L2 " + std::to_string(rl));
-      if (!igemm_out.empty()) check(got == igemm_out, std::string(c.name) + " bitwise equal to igemm (same order)");
-      CK(cudaMemset(y.p, 0xff, y.bytes));
-      launch_ustage(id, a, sp, sm, st);
-      check(result() == got, std::string(c.name) + " bitwise equal run to run");
-      const auto t = time_kernel([&] { launch_ustage(id, a, sp, sm, st); }, runs, st);
-      {  // EXPERIMENT: per-team phase trace (clock64 cycles)
-        const size_t nteam = size_t(sm) * 16 * 8;
-        Buf tb(nteam * 34 * 8);
-        CK(cudaMemset(tb.p, 0, tb.bytes));
-        StagePlan tp = sp;
-        tp.trace = tb.as<uint64_t>();
-        launch_ustage(id, a, tp, sm, st);
-        CK(cudaStreamSynchronize(st));
-        const std::vector<uint64_t> tr = tb.down<uint64_t>(nteam * 34);
-        double w = 0, stg = 0, cmp = 0, epi = 0, gap = 0, tot = 0, maxtot = 0;
-        int nt = 0, ntile = 0, ngap = 0, maxtiles = 0;
-        for (size_t q = 0; q < nteam; ++q) {
-          const uint64_t* r = tr.data() + q * 34;
-          if (r[0] == 0) continue;
-          ++nt;
-          w += double(r[1] - r[0]);
-          int k = 0;
-          for (; k < 8 && r[2 + 4 * k] != 0; ++k) {
-            stg += double(r[3 + 4 * k] - r[2 + 4 * k]);
-            cmp += double(r[4 + 4 * k] - r[3 + 4 * k]);
-            epi += double(r[5 + 4 * k] - r[4 + 4 * k]);
-            if (k > 0) gap += double(r[2 + 4 * k] - r[5 + 4 * (k - 1)]), ++ngap;
-          }
-          ntile += k;
-          maxtiles = std::max(maxtiles, k);
-          const double tt = k ? double(r[5 + 4 * (k - 1)] - r[0]) : 0;
-          tot += tt;
-          maxtot = std::max(maxtot, tt);
-        }
-        if (nt && ntile)
-          std::printf("  TRACE %s: %d teams, %.2f tiles/team (max %d); cycles: weights %.0f, per tile staged %.0f, "
-                      "computed %.0f, stored %.0f, next-tile barrier %.0f; team total mean %.0f max %.0f\n",
-                      c.name, nt, double(ntile) / nt, maxtiles, w / nt, stg / ntile, cmp / ntile, epi / ntile,
-                      ngap ? gap / ngap : 0.0, tot / nt, maxtot);
-      }
-      table.push_back({p.level, e.name, c.name, -1, t.first, t.second, ustage_blocks_per_sm(id)});
-      const auto tp = time_kernel([&] { launch_stage_plan(p.d_map, p.d_count, sp, sm, st); }, runs, st);
-      table.push_back({p.level, e.name, std::string(c.name) + " plan", -1, tp.first, tp.second, 0});
-    }
     if (quick) break;  // one epilogue per level
   }
 }
@@ -462,7 +365,6 @@ int main(int argc, char** argv) {
     }
     igemm_init();
     osplit_init();
-    ustage_init();
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     std::mt19937 rng(19);
@@ -561,23 +463,18 @@ int main(int argc, char** argv) {
                 "blk/SM");
     for (const Row& r : table)
       std::printf("%-12s %-15s %-26s %2s %10.2f %10.2f %6d\n", r.level.c_str(), r.epi.c_str(), r.kernel.c_str(),
-                  r.groups > 0 ? std::to_string(r.groups).c_str() : r.groups < 0 ? "u" : "-", r.median_us, r.min_us, r.bps);
+                  r.groups ? std::to_string(r.groups).c_str() : "-", r.median_us, r.min_us, r.bps);
     for (const char* lv : {"level0 16ch", "level1 32ch", "strided 16-32"}) {
-      double best_ig = 1e30, best_os = 1e30, best_us = 1e30;
-      std::string nig, nos, nus;
+      double best_ig = 1e30, best_os = 1e30;
+      std::string nig, nos;
       for (const Row& r : table) {
         if (r.level != lv || r.epi != "relu") continue;
         if (r.groups == 0 && r.median_us < best_ig) best_ig = r.median_us, nig = r.kernel;
         if (r.groups > 0 && r.median_us < best_os) best_os = r.median_us, nos = r.kernel;
-        const bool plan = r.kernel.size() > 5 && r.kernel.compare(r.kernel.size() - 5, 5, " plan") == 0;
-        if (r.groups < 0 && !plan && r.median_us < best_us) best_us = r.median_us, nus = r.kernel;
       }
       if (!nig.empty() && !nos.empty())
         std::printf("best %s: %s %.2f us, %s %.2f us (%.2fx)\n", lv, nig.c_str(), best_ig, nos.c_str(), best_os,
                     best_ig / best_os);
-      if (!nig.empty() && !nus.empty())
-        std::printf("best %s: %s %.2f us, %s %.2f us (%.2fx)\n", lv, nig.c_str(), best_ig, nus.c_str(), best_us,
-                    best_ig / best_us);
     }
     CK(cudaStreamDestroy(st));
   } catch (const std::exception& ex) {
