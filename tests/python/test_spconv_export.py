@@ -18,6 +18,7 @@ from scn_tools import reference as ref
 from scn_tools import sparse_nn as sp
 from scn_tools import tensor_io, zoo
 from scn_tools.export_onnx import graph_from_onnx
+from scn_tools.frames import plane_sites
 from scn_tools.spconv_export import ExportError, export_spconv, export_trace, trace_spconv
 
 GRID = (12, 16, 20)
@@ -25,18 +26,7 @@ GRID = (12, 16, 20)
 
 def frame(seed=0, n=300, grid=GRID, channels=4, batch=1):
     """Unique random sites (clustered on two planes) and fp16-exact features."""
-    rng = np.random.default_rng(seed)
-    z, y, x = grid
-    rows = []
-    for b in range(batch):
-        for _ in range(2):
-            yy, xx = rng.integers(0, y, n), rng.integers(0, x, n)
-            zz = np.clip((rng.uniform(0.2, 0.8) * z + rng.uniform(-0.3, 0.3) * (yy - y / 2)).astype(int), 0, z - 1)
-            rows.append(np.stack([np.full(n, b), zz, yy, xx], 1))
-    idx = np.unique(np.concatenate(rows), axis=0)
-    idx = idx[rng.permutation(len(idx))][:n].astype(np.int32)
-    feats = rng.standard_normal((len(idx), channels)).astype(np.float16)
-    return feats, idx
+    return plane_sites(seed, n, grid, channels, batch)
 
 
 def init(model, seed=0):

@@ -8,13 +8,13 @@ Environment: SCN_CLI (the `scn` binary, for the bitwise CLI comparisons; those t
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
 import scn
 from scn.export import sparse_nn, zoo
+from scn.export.frames import plane_sites
 from scn.export.spconv_export import trace_spconv, export_trace
 
 GRID = (12, 16, 20)
@@ -22,18 +22,7 @@ GRID = (12, 16, 20)
 
 def make_frame(seed=0, n=300, grid=GRID, channels=4, batch=1):
     """Unique random sites (clustered on planes, so convs have neighbours) and fp16-exact features."""
-    rng = np.random.default_rng(seed)
-    z, y, x = grid
-    rows = []
-    for b in range(batch):
-        for _ in range(2):
-            yy, xx = rng.integers(0, y, n), rng.integers(0, x, n)
-            zz = np.clip((rng.uniform(0.2, 0.8) * z + rng.uniform(-0.3, 0.3) * (yy - y / 2)).astype(int), 0, z - 1)
-            rows.append(np.stack([np.full(n, b), zz, yy, xx], 1))
-    idx = np.unique(np.concatenate(rows), axis=0)
-    idx = idx[rng.permutation(len(idx))][:n * batch].astype(np.int32)
-    feats = rng.standard_normal((len(idx), channels)).astype(np.float16)
-    return feats, idx
+    return plane_sites(seed, n, grid, channels, batch)
 
 
 class TinyBackbone(nn.Module):

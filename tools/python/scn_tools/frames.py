@@ -6,7 +6,8 @@ per voxel, like a mean VFE). Everything depends only on the arguments, so a fram
 machine. The features are rounded to fp16 (the ONNX input type), so the float64 reference and the
 engine read the same numbers.
 
-Presets: :func:`nuscenes_frame` (32 beams, 5 features x, y, z, intensity, time-lag; CenterPoint grid
+Small test frames: :func:`plane_sites` (random sites clustered on planes, for unit tests of exporters and
+bindings). Presets: :func:`nuscenes_frame` (32 beams, 5 features x, y, z, intensity, time-lag; CenterPoint grid
 41 x 1440 x 1440 zyx), :func:`kitti_frame` (64 beams, front 90 degrees, 4 features x, y, z, intensity;
 OpenPCDet grid 41 x 1600 x 1408 zyx) and :func:`semantickitti_frame` (64 beams, all around, 4 features,
 a small grid whose sizes divide by 16, for a UNet).
@@ -183,3 +184,22 @@ def semantickitti_frame(seed: int = 0, azimuths: int = 720, grid_zyx: Tuple[int,
     feats, idx = voxelize(pts, (-gx * voxel / 2, -gy * voxel / 2, -2.4), (voxel,) * 3, (gx, gy, gz), 4,
                           max_voxels, seed)
     return Frame("semantickitti", feats, idx, grid_zyx, "zyx")
+
+
+def plane_sites(seed: int = 0, n: int = 300, grid: Tuple[int, int, int] = (12, 16, 20), channels: int = 4,
+                batch: int = 1) -> Tuple[np.ndarray, np.ndarray]:
+    """A small random frame for unit tests: per batch item, n unique sites clustered on two tilted planes
+    (so 3x3x3 convs find neighbours), in random order, and fp16 features from a standard normal.
+    Returns (features fp16 [M, channels], indices int32 [M, 4] (b, z, y, x)), M <= n * batch."""
+    rng = np.random.default_rng(seed)
+    z, y, x = grid
+    rows = []
+    for b in range(batch):
+        for _ in range(2):
+            yy, xx = rng.integers(0, y, n), rng.integers(0, x, n)
+            zz = np.clip((rng.uniform(0.2, 0.8) * z + rng.uniform(-0.3, 0.3) * (yy - y / 2)).astype(int), 0, z - 1)
+            rows.append(np.stack([np.full(n, b), zz, yy, xx], 1))
+    idx = np.unique(np.concatenate(rows), axis=0)
+    idx = idx[rng.permutation(len(idx))][:n * batch].astype(np.int32)
+    feats = rng.standard_normal((len(idx), channels)).astype(np.float16)
+    return feats, idx
