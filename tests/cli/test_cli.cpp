@@ -533,6 +533,18 @@ TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
 }
 
+// --map-lookahead: a count of map slots (CudaOptions::map_lookahead >= 0); the scheduling flags run on any device
+TEST_F(Cli, BenchMapLookaheadIsChecked) {
+  const std::string model = scn::test::write_model(sparse_model(), "sparse_lookahead.onnx");
+  const std::string base =
+      "bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 --synthetic 20 ";
+  const Result neg = scn_cli(base + "--map-lookahead -1");
+  EXPECT_EQ(neg.code, 2);
+  EXPECT_NE((neg.out + neg.err).find("--map-lookahead"), std::string::npos) << neg.out << neg.err;
+  const Result ok = scn_cli(base + "--map-lookahead 0 --no-stream-priorities");
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+}
+
 TEST_F(Cli, BenchNeedsAnInput) {
   EXPECT_NE(scn_cli("bench " + quote(model_) + " --device cpu").code, 0);
   EXPECT_EQ(scn_cli("bench " + quote(model_) + " --synthetic 10 --features " + quote(features_) + " --indices " +

@@ -65,6 +65,12 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "CUDA: size buckets of the autotuner grow by this factor (default 1.5; see --tune-once)")
       ->check(CLI::Range(1.1, 16.0))
       ->excludes(once);
+  c->add_option("--map-lookahead", a.map_lookahead,
+                "CUDA: kernel maps built this many map slots ahead on a second stream (default 3; 0 = every map on "
+                "the main stream)")
+      ->check(CLI::Range(0, 64));
+  c->add_flag("--no-stream-priorities", a.no_stream_priorities,
+              "CUDA: the map stream at the convs' priority (by default the convs' graph nodes run above it)");
   c->add_flag("--fit-capacities", a.fit_capacities,
               "CUDA: plan every level's rows from the first frame (measured) x the margin, not the bounds");
   c->add_flag("--grow", a.grow, "CUDA: a frame larger than the plan grows it (re-plan, re-run) instead of an error");
@@ -191,6 +197,8 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.offset_groups = a.offset_groups;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
   if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
+  if (a.map_lookahead >= 0) opts.cuda.map_lookahead = a.map_lookahead;
+  if (a.no_stream_priorities) opts.cuda.stream_priorities = false;
   if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
   if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
   if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;
