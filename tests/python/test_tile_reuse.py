@@ -75,10 +75,32 @@ def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
     assert tr.main([str(p), "--grid", "16x32x32", "--bm", "64"]) == 0
     out = capsys.readouterr().out
     assert "400 sites" in out
-    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 5  # level 0 twice, 1..3
+    # both tables (reuse, MMA work): level 0 twice (input and bitmap order), levels 1..3
+    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 2 * 5
+    assert "| compacted per offset |" in out
     bad = tmp_path / "bad.tensor"
     save_tensor(bad, idx[:, :3].copy())
     assert tr.main([str(bad), "--grid", "16x32x32"]) == 2
     assert "expected indices [N, 4]" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tr.main([str(p), "--grid", "16x32"])
+
+
+def test_mma_stats_of_a_line():
+    # 32 sites along x, tiles of 32 rows: the centre offset and dx = +-1 have 32, 31 and 31 entries
+    s = tr.mma_stats(tr.subm_map(line(32), (1, 1, 32)), 32)
+    assert s["present"] == (32 + 31 + 31) / 16
+    assert s["compacted"] == 2 + 2 + 2  # ceil(32 / 16), ceil(31 / 16) twice
+    assert s["block16"] == 2 * 3  # both 16-row blocks at each of the three offsets
+    assert s["tile"] == 3 * 2  # one tile at three offsets, 2 blocks each
+    assert s["dense"] == 2 * 27
+
+
+def test_mma_stats_skips_blocks_without_neighbours():
+    # two sites far apart on x: each 16-row block (padded) has only its own site at the centre offset
+    m = tr.subm_map(np.array([[0, 0, 0], [0, 0, 20]]), (1, 1, 32))
+    s = tr.mma_stats(np.concatenate([m[:1], np.full((15, 27), -1), m[1:]]), 32)
+    assert s["block16"] == 2 and s["compacted"] == 1 and s["tile"] == 2
+    with pytest.raises(ValueError):
+        tr.mma_stats(m, 24)
+

@@ -14,6 +14,10 @@ bitmap order, z-y-x lexicographic):
   windows   rows of the 9 (dz, dy) windows [min, max] of the entries of that offset row, merged
             (rows a window-staged tile would load; equals unique when the neighbours are contiguous)
 
+and, in a second table, the MMA work in 16-row units (mma_stats): entries present / 16, each offset's rows
+compacted per tile, 16-row blocks with a neighbour (what osplit and the mma.sync tiles run), whole tiles with a
+neighbour at the offset (what a tile that only skips whole offsets runs, e.g. the wgmma tiles) and all of it.
+
     /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
         [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
 
@@ -97,6 +101,28 @@ def tile_stats(m: np.ndarray, bm: int) -> dict:
             "max_unique": max_unique, "max_windows": max_windows}
 
 
+def mma_stats(m: np.ndarray, bm: int) -> dict:
+    """MMA work of a map in 16-row units, summed over tiles of bm rows (bm a multiple of 16):
+      present    entries present / 16 (the work if every row's neighbours were packed)
+      compacted  per tile and offset, ceil(rows with a neighbour there / 16): each offset's rows compacted
+      block16    16-row blocks with a neighbour at the offset (osplit and the mma.sync tiles skip the others)
+      tile       tiles with a neighbour at the offset, x bm / 16 (a tile that only skips whole offsets)
+      dense      every 16-row block at every offset"""
+    if bm % 16:
+        raise ValueError(f"tile rows {bm}: not a multiple of 16")
+    n = len(m)
+    tiles = (n + bm - 1) // bm
+    pad = np.full((tiles * bm, m.shape[1]), -1, dtype=m.dtype)
+    pad[:n] = m
+    has = pad >= 0
+    per_tile = has.reshape(tiles, bm, -1)
+    return {"present": int(has.sum()) / 16,
+            "compacted": int(np.ceil(per_tile.sum(axis=1) / 16).sum()),
+            "block16": int(has.reshape(-1, 16, has.shape[1]).any(axis=1).sum()),
+            "tile": int(per_tile.any(axis=1).sum()) * (bm // 16),
+            "dense": tiles * (bm // 16) * has.shape[1]}
+
+
 def parse_grid(s: str):
     g = tuple(int(v) for v in s.lower().split("x"))
     if len(g) != 3 or min(g) <= 0:
@@ -153,6 +179,16 @@ def main(argv=None) -> int:
                   f"{s['unique'] / s['tiles']:.0f} | {s['windows'] / s['tiles']:.0f} | "
                   f"{s['pairs'] / max(s['unique'], 1):.2f} | {s['max_unique']} | {s['max_windows']} | "
                   f"{s['pairs'] * c * 2 / 1e6:.1f} | {s['unique'] * c * 2 / 1e6:.1f} |")
+    # the MMA work in 16-row units: what each way of skipping absent neighbours leaves
+    print()
+    print("| level | order | BM | entries present | compacted per offset | 16-row blocks | whole-offset skip | dense |")
+    print("|---|---|---|---|---|---|---|---|")
+    for level, order, level_coords, level_grid in levels:
+        m = subm_map(level_coords, level_grid)
+        for bm in bms:
+            s = mma_stats(m, bm)
+            print(f"| {level} | {order} | {bm} | {s['present']:.0f} | {s['compacted']} | {s['block16']} | {s['tile']} | "
+                  f"{s['dense']} |")
     return 0
 
 
