@@ -520,14 +520,23 @@ TEST_F(Cli, PlotScriptDrawsBothPanels) {
   EXPECT_NE(std::system((cmd + " 2>/dev/null").c_str()), 0);
 }
 
+// `scn bench` of the sparse model (written to `file`) on the CPU, one run of a 20-voxel synthetic frame: the base
+// command of the option checks below.
+std::string quick_cpu_bench(const std::string& file) {
+  const std::string model = scn::test::write_model(sparse_model(), file);
+  return "bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 --synthetic 20 ";
+}
+
+// A usage error (exit 2) whose message names `flag`.
+void expect_usage_error(const Result& r, const std::string& flag) {
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE((r.out + r.err).find(flag), std::string::npos) << r.out << r.err;
+}
+
 // --tune-bucket-factor: in the range of CudaOptions::tune_bucket_factor, and not with --tune-once (one bucket)
 TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
-  const std::string model = scn::test::write_model(sparse_model(), "sparse_factor.onnx");
-  const std::string base =
-      "bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 --synthetic 20 ";
-  const Result low = scn_cli(base + "--tune-bucket-factor 1.05");
-  EXPECT_EQ(low.code, 2);
-  EXPECT_NE((low.out + low.err).find("--tune-bucket-factor"), std::string::npos) << low.out << low.err;
+  const std::string base = quick_cpu_bench("sparse_factor.onnx");
+  expect_usage_error(scn_cli(base + "--tune-bucket-factor 1.05"), "--tune-bucket-factor");
   EXPECT_EQ(scn_cli(base + "--tune-bucket-factor 1.25 --tune-once").code, 2);
   const Result ok = scn_cli(base + "--tune-bucket-factor 1.25");
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
@@ -535,12 +544,8 @@ TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
 
 // --map-lookahead: a count of map slots (CudaOptions::map_lookahead >= 0); the scheduling flags run on any device
 TEST_F(Cli, BenchMapLookaheadIsChecked) {
-  const std::string model = scn::test::write_model(sparse_model(), "sparse_lookahead.onnx");
-  const std::string base =
-      "bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --grid 41x64x64 --synthetic 20 ";
-  const Result neg = scn_cli(base + "--map-lookahead -1");
-  EXPECT_EQ(neg.code, 2);
-  EXPECT_NE((neg.out + neg.err).find("--map-lookahead"), std::string::npos) << neg.out << neg.err;
+  const std::string base = quick_cpu_bench("sparse_lookahead.onnx");
+  expect_usage_error(scn_cli(base + "--map-lookahead -1"), "--map-lookahead");
   const Result ok = scn_cli(base + "--map-lookahead 0 --no-stream-priorities");
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
 }

@@ -170,8 +170,8 @@ def main(argv=None) -> int:
     for level in range(1, 4):
         level_coords, level_grid = strided_sites(level_coords, level_grid, pad=pads[level - 1])
         levels.append((level, "bitmap", level_coords, level_grid))
-    for level, order, level_coords, level_grid in levels:
-        m = subm_map(level_coords, level_grid)
+    maps = [subm_map(level_coords, level_grid) for _, _, level_coords, level_grid in levels]
+    for (level, order, _, _), m in zip(levels, maps):
         c = channels[min(level, len(channels) - 1)]
         for bm in bms:
             s = tile_stats(m, bm)
@@ -183,8 +183,7 @@ def main(argv=None) -> int:
     print()
     print("| level | order | BM | entries present | compacted per offset | 16-row blocks | whole-offset skip | dense |")
     print("|---|---|---|---|---|---|---|---|")
-    for level, order, level_coords, level_grid in levels:
-        m = subm_map(level_coords, level_grid)
+    for (level, order, _, _), m in zip(levels, maps):
         for bm in bms:
             s = mma_stats(m, bm)
             print(f"| {level} | {order} | {bm} | {s['present']:.0f} | {s['compacted']} | {s['block16']} | {s['tile']} | "
