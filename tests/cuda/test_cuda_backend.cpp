@@ -140,15 +140,18 @@ TEST(CudaBackend, EveryTileConfigMatches) {
   }
 }
 
-// The wgmma tiles (sm_90a, "wg") against an mma.sync tile of the same summation order: the output
-// must be bitwise equal (both sum 16-channel blocks in offset-then-channel order into float32), so
-// the autotuner may pick either without changing a result. 64, 128 and 256 input channels (one to
-// four chunks per offset), a partial last N tile (96 outputs), a strided conv.
+// The wgmma tiles (sm_90a, "wg", and the warp-specialised "wgws") against an mma.sync tile of the
+// same summation order: the output must be bitwise equal (both sum 16-channel blocks in
+// offset-then-channel order into float32), so the autotuner may pick either without changing a
+// result. 64, 128 and 256 input channels (one to four chunks per offset), a partial last N tile (96
+// outputs), a strided conv, a 3x1x1 kernel (K = 3), and a frame with several tiles per resident
+// block (the persistent loops and the warp-specialised ring across tiles).
 TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
   std::vector<std::string> wg;
   for (const std::string& c : cuda_tile_configs())
-    if (c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0 && c.find('x') == std::string::npos)
+    if (((c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) || (c.size() > 4 && c.compare(c.size() - 4, 4, "wgws") == 0)) &&
+        c.find('x') == std::string::npos)
       wg.push_back(c);  // (split-K "xS" tiles sum in another order: Deterministic covers them)
   if (wg.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
   const Int3 g{20, 30, 30}, k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
@@ -157,6 +160,8 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
       {128, 128, k3, one, one, one, true, Activation::None, 1, 3000, g, "subm128"},
       {64, 128, k3, two, one, one, false, Activation::ReLU, 1, 3000, g, "strided64"},
       {256, 64, k3, one, one, one, true, Activation::ReLU, 1, 2000, g, "subm256"},
+      {64, 64, {3, 1, 1}, one, {1, 0, 0}, one, true, Activation::ReLU, 1, 3000, g, "subm64k311"},
+      {64, 64, k3, one, one, one, true, Activation::ReLU, 1, 45000, {40, 80, 80}, "subm64many"},
   };
   for (const ConvCase& cc : cases) {
     const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, 131);

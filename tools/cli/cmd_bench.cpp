@@ -56,6 +56,13 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
+  c->add_option("--split", a.split,
+                "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape, 1 = unsplit, "
+                "2 = split in two")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
+  c->add_option("--tune-skip", a.tune_skip, "CUDA: tile names (or shapes) the autotuner leaves out, comma-separated")
+      ->delimiter(',');
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   CLI::Option* once =
@@ -195,6 +202,8 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
+  opts.cuda.split = a.split;
+  opts.cuda.tune_skip = a.tune_skip;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
   if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
   if (a.map_lookahead >= 0) opts.cuda.map_lookahead = a.map_lookahead;

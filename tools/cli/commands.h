@@ -98,6 +98,8 @@ struct BenchArgs {
   std::string tile;                   ///< CudaOptions::tile
   std::string tuning_cache;           ///< CudaOptions::tuning_cache
   int offset_groups = 0;              ///< CudaOptions::offset_groups
+  int split = 0;                      ///< CudaOptions::split
+  std::vector<std::string> tune_skip; ///< CudaOptions::tune_skip
   bool tune_once = false;             ///< CudaOptions::tune_bucket_factor = 0
   double tune_bucket_factor = 0;      ///< > 0: CudaOptions::tune_bucket_factor
   int map_lookahead = -1;             ///< >= 0: CudaOptions::map_lookahead

@@ -875,6 +875,7 @@ void add_instances_fp16_latency(std::vector<Instance>& v);
 void add_instances_int8_fp16_operands(std::vector<Instance>& v);  // kF16Q (INT8 engines)
 void add_instances_int8(std::vector<Instance>& v);                // kI8
 void add_instances_fp16_wgmma(std::vector<Instance>& v);          // wgmma (sm_90a object, only when built for sm_90)
+void add_instances_fp16_wgmma_ws(std::vector<Instance>& v);       // warp-specialised wgmma (same object)
 
 }  // namespace igemm
 }  // namespace scn::cuda

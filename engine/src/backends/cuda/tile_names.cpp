@@ -18,6 +18,7 @@ std::string igemm_config_name(const IgemmConfig& c) {
   if (c.min_blocks > 1) n += "r" + std::to_string(c.min_blocks);
   if (c.split > 1) n += "x" + std::to_string(c.split);
   if (c.wgmma) n += "wg";
+  if (c.ws) n += "ws";
   return n;
 }
 

@@ -1,0 +1,256 @@
+// Warp-specialised implicit GEMM on wgmma (sm_90a, fp16, 64/128 output channels; name suffix "ws").
+//
+// The wgmma tiles of implicit_gemm.cuh run every warp through the same per-step chain: wait for the
+// gathers, a block barrier, issue the next gathers, issue the MMAs. Here the two jobs live in
+// different warps and meet only on mbarriers:
+//
+//   warpgroup 0 (producer): for each tile of BM rows (persistent loop), each active offset, each
+//     64-channel chunk: wait until the ring slot is free ("empty" mbarrier), TMA the weight slice
+//     (expect_tx on the slot's "full" mbarrier), gather the BM input rows with cp.async (rows
+//     without a neighbour: zero-fill copies, no memory request), and lets the hardware arrive on
+//     the slot's "full" mbarrier when its copies have landed (cp.async.mbarrier.arrive.noinc), so
+//     it never waits for its own data, only for free slots: every slot the consumers do not hold
+//     is in flight.
+//   warpgroups 1..C (consumers, 64 rows each): wait "full", issue the step's wgmma, retire the
+//     previous step's wgmma and release its slot ("empty"); after a tile's last step the epilogue
+//     (bias, activation, residual, ReLU) runs from the accumulators while the producer already
+//     gathers the next tile.
+//
+// Summation order per output element: offsets ascending, channels ascending, one k16 block at a
+// time into fp32 — the order of every non-split tile, so the output is bitwise theirs.
+#pragma once
+
+#include "backends/cuda/implicit_gemm.cuh"
+
+namespace scn::cuda::igemm {
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+/// Arrives on `bar` once every cp.async this thread issued so far has completed (the arrival counts
+/// toward the barrier's expected count: .noinc).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void proxy_fence_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+/// A barrier of the producer warpgroup alone (id 1; 0 is __syncthreads).
+__device__ __forceinline__ void producer_barrier() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
+
+template <int BM, int BN, int STAGES>
+struct WsTile {
+  static constexpr int kConsumers = BM / 64;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int BK = 64;                    // one 128-byte swizzled row per operand row and step
+  static constexpr int A_STAGE = BM * BK;          // halves
+  static constexpr int B_STAGE = BN * BK;          // halves
+  static constexpr uint32_t kBSliceBytes = uint32_t(B_STAGE * 2);
+  static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * 2;
+  // then full[STAGES], empty[STAGES], info[STAGES], masks[2][4], map[kMaxMapK][BM]
+  static constexpr size_t kBarOff = kPipeBytes;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + kMaxMapK * BM * 4 + 1024;
+  static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
+  static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
+  static_assert(STAGES >= 3, "the consumers hold two slots");
+};
+
+template <int BM, int BN, int STAGES>
+__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
+  using T = WsTile<BM, BN, STAGES>;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  __half* sA = reinterpret_cast<__half*>(smem);
+  __half* sB = sA + STAGES * T::A_STAGE;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kBarOff);
+  uint64_t* empty = full + STAGES;
+  int* info = reinterpret_cast<int*>(empty + STAGES);  // 1: the slot's step is its tile's last
+  uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
+  int* map_s = reinterpret_cast<int*>(wmask + 8);                   // [K][BM]: the producer's tile map
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t n = rows_of(a.n_out, a.cap_out);
+  const int64_t ntiles = (n + BM - 1) / BM;
+  const int K = a.K;
+  const int chunks = a.cin_p / T::BK;
+  const int n0 = blockIdx.y * BN;
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 128 + 1);           // every producer thread + the TMA arrival
+      mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  if (warp < 4) {
+    // ---------------- producer ----------------
+    const __half* __restrict__ x = static_cast<const __half*>(a.x);
+    const __half* __restrict__ wt = static_cast<const __half*>(a.w_tma);
+    const int ptid = tid;  // 0..127
+    // Copy assignment: eight lanes per 128-byte row (lane & 7 = its 16-byte chunk), so that one warp
+    // instruction moves four whole rows (whole sectors); this thread's rows are g, g + 16, g + 32, ...
+    const int ch = ptid & 7, g = ptid >> 3;
+    uint32_t s = 0;  // steps issued by this kernel
+    int parity = 0;
+    bool waited = false;
+    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+      const int64_t m0 = tile * BM;
+      if (tile + gridDim.x >= ntiles && !a.pdl_late) grid_launch_dependents();
+      // the tile's map, transposed into map_s[k][row] (the entries of a tile are contiguous: coalesced
+      // reads), and the offsets any row of the tile uses
+      producer_barrier();  // every producer thread has issued the previous tile's copies (map_s is free)
+      uint32_t mine = 0;
+      {
+        const int64_t base = m0 * K, limit = n * K;
+        for (int i = ptid; i < BM * K; i += 128) {
+          const int e = base + i < limit ? __ldg(a.out_in + base + i) : -1;
+          const int row = i / K, k = i - row * K;
+          map_s[k * BM + row] = e;
+          if (e >= 0) mine |= 1u << k;
+        }
+      }
+      mine = __reduce_or_sync(0xffffffffu, mine);
+      if (lane == 0) wmask[parity * 4 + warp] = mine;
+      producer_barrier();
+      uint32_t mask = wmask[parity * 4] | wmask[parity * 4 + 1] | wmask[parity * 4 + 2] | wmask[parity * 4 + 3];
+      parity ^= 1;
+      if (mask == 0) mask = 1u;  // a tile without entries still runs one (all-zero) step: its rows get the bias
+      if (!waited) {
+        grid_dependency_wait();  // the first tile's map is read: now the inputs
+        waited = true;
+      }
+      while (mask) {
+        const int k = __ffs(mask) - 1;
+        mask &= mask - 1u;
+        for (int c = 0; c < chunks; ++c) {
+          const uint32_t slot = s % STAGES;
+          if (s >= STAGES) mbar_wait(&empty[slot], ((s / STAGES) - 1) & 1u);
+          if (ptid == 0) {
+            info[slot] = mask == 0u && c + 1 == chunks;
+            expect_tx(&full[slot], T::kBSliceBytes);
+            tma_load_1d(sB + slot * T::B_STAGE, wt + ((int64_t(k) * chunks + c) * gridDim.y + blockIdx.y) * T::B_STAGE,
+                        T::kBSliceBytes, &full[slot]);
+          }
+          __half* dA = sA + slot * T::A_STAGE;
+          const __half* xc = x + c * T::BK + ch * 8;
+#pragma unroll
+          for (int i = 0; i < BM / 16; ++i) {
+            const int r = g + 16 * i;
+            const int src = map_s[k * BM + r];
+            // 16-byte chunk ch of row r, stored in the 128-byte swizzle; no neighbour: zero-fill
+            ptx::cp_async16_zfill(dA + r * T::BK + ((ch ^ (r & 7)) << 3), xc + (src >= 0 ? int64_t(src) * a.cin_p : 0),
+                                  src >= 0 ? 16u : 0u);
+          }
+          cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
+          ++s;
+        }
+      }
+    }
+    cp_async_wait<0>();
+  } else {
+    // ---------------- consumers ----------------
+    const int cw = warp - 4;  // consumer warp 0 .. 4C-1
+    const int wg = cw >> 2;   // consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile
+    grid_dependency_wait();   // the residual and y belong to earlier kernels
+    uint32_t s = 0;
+    int held = -1;  // slot whose wgmma may still read it
+    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+      const int64_t m0 = tile * BM;
+      const bool last_tile = tile + gridDim.x >= ntiles;
+      float acc[BN / 8][4];
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[j][q] = 0.f;
+      for (;;) {
+        const uint32_t slot = s % STAGES;
+        mbar_wait(&full[slot], (s / STAGES) & 1u);
+        const bool last = info[slot] != 0;
+        // the gathers are cp.async writes (generic proxy) and wgmma reads through the async proxy:
+        // order what the acquire on "full" made visible before the MMAs read it
+        proxy_fence_async();
+        const uint64_t da = wg_desc(sA + slot * T::A_STAGE + wg * 64 * T::BK), db = wg_desc(sB + slot * T::B_STAGE);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < T::BK / 16; ++kk) {
+          if constexpr (BN == 64)
+            wgmma_m64n64k16(acc, da + 2 * kk, db + 2 * kk);
+          else
+            wgmma_m64n128k16(acc, da + 2 * kk, db + 2 * kk);
+        }
+        wg_commit();
+        wg_wait<1>();
+        if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+        held = int(slot);
+        ++s;
+        if (last) break;
+      }
+      wg_wait<0>();
+      wg_fence_acc(acc);
+      if (lane == 0) mbar_arrive(&empty[held]);
+      held = -1;
+      if (last_tile && a.pdl_late) grid_launch_dependents();
+
+      // epilogue from the accumulators: rows 16 (warp in group) + lane / 4 (+ 8), two columns per n8 block
+      const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+      __half* y = static_cast<__half*>(a.y);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = m0 + wg * 64 + (cw & 3) * 16 + (lane >> 2) + h * 8;
+        if (row >= n) continue;
+        __half2 rv[BN / 8];
+        if (res) {
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = n0 + j * 8 + (lane & 3) * 2;
+            rv[j] = col < a.cout_p ? *reinterpret_cast<const __half2*>(res + row * a.cout_p + col) : __half2();
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int col = n0 + j * 8 + (lane & 3) * 2;
+          if (col >= a.cout_p) continue;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+          const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
+          const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+          __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output, then the fp16 Add and the ReLU
+          if (res || a.relu_after) {
+            float f0 = __low2float(o), f1 = __high2float(o);
+            if (res) {
+              f0 = __half2float(__float2half_rn(f0 + __low2float(rv[j])));
+              f1 = __half2float(__float2half_rn(f1 + __high2float(rv[j])));
+            }
+            if (a.relu_after) {
+              f0 = f0 > 0.f ? f0 : 0.f;
+              f1 = f1 > 0.f ? f1 : 0.f;
+            }
+            o = __floats2half2_rn(f0, f1);
+          }
+          *reinterpret_cast<__half2*>(y + row * a.cout_p + col) = o;
+        }
+      }
+    }
+  }
+  // Blocks without a tile get here directly: they too let the next kernel launch, and wait, so that
+  // this grid completes only after its predecessor (the next kernel relies on that).
+  grid_launch_dependents();
+  grid_dependency_wait();
+}
+
+/// The registry entry of a warp-specialised tile (implicit_gemm.cuh Instance; name from its fields).
+template <int BM, int BN, int STAGES>
+inline Instance make_ws_instance() {
+  using T = WsTile<BM, BN, STAGES>;
+  IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
+  c.ws = true;
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads, 1, false};
+}
+
+}  // namespace scn::cuda::igemm
