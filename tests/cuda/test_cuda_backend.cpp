@@ -33,9 +33,9 @@ struct ConvCase {
 
 std::string case_name(const ConvCase& c) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%s_c%dto%d_k%d%d%d_s%d%d%d_p%d%d%d_d%d%d%d_b%d_%s_n%lld", c.subm ? "subm" : "conv", c.cin,
-                c.cout, c.k[0], c.k[1], c.k[2], c.stride[0], c.stride[1], c.stride[2], c.pad[0], c.pad[1], c.pad[2],
-                c.dil[0], c.dil[1], c.dil[2], c.batch, activation_name(c.act), static_cast<long long>(c.n));
+  std::snprintf(buf, sizeof(buf), "%s_c%dto%d_k%d%d%d_s%d%d%d_p%d%d%d_d%d%d%d_b%d_%s_n%lld", c.subm ? "subm" : "conv",
+                c.cin, c.cout, c.k[0], c.k[1], c.k[2], c.stride[0], c.stride[1], c.stride[2], c.pad[0], c.pad[1],
+                c.pad[2], c.dil[0], c.dil[1], c.dil[2], c.batch, activation_name(c.act), static_cast<long long>(c.n));
   std::string s = buf;
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
@@ -58,9 +58,9 @@ std::vector<ConvCase> conv_cases() {
   const Int3 g{12, 17, 15};
   const Int3 k3{3, 3, 3}, one{1, 1, 1}, zero{0, 0, 0}, two{2, 2, 2};
   // channel sweep on a subm 3x3x3
-  const std::vector<std::pair<int, int>> ch = {{1, 16},  {3, 16},   {5, 16},   {16, 16},  {16, 24},
-                                               {24, 32}, {32, 32},  {32, 64},  {64, 64},  {64, 96},
-                                               {96, 128}, {128, 128}, {128, 256}, {256, 128}, {16, 1}, {16, 3}};
+  const std::vector<std::pair<int, int>> ch = {{1, 16},    {3, 16},    {5, 16},  {16, 16}, {16, 24},  {24, 32},
+                                               {32, 32},   {32, 64},   {64, 64}, {64, 96}, {96, 128}, {128, 128},
+                                               {128, 256}, {256, 128}, {16, 1},  {16, 3}};
   for (auto [ci, co] : ch) v.push_back({ci, co, k3, one, one, one, true, Activation::ReLU, 1, 400, g, ""});
   // kernels
   v.push_back({16, 32, one, one, zero, one, true, Activation::None, 1, 400, g, ""});
@@ -121,8 +121,8 @@ TEST(CudaBackend, EveryTileConfigMatches) {
     SCOPED_TRACE(cfg);
     const int cin = cin_for(cfg);
     const SparseInput in = random_input(3000, cin, {20, 30, 30}, 1, 91);
-    ConvCase cc{cin, 96, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, Activation::ReLU, 1, 3000, {20, 30, 30},
-                "x"};
+    ConvCase cc{cin, 96,   {3, 3, 3},    {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, Activation::ReLU,
+                1,   3000, {20, 30, 30}, "x"};
     const EngineBuilder b = single_conv(cc, 92);
     auto cpu = b.build(cpu_options());
     const RunResult rc = run(*cpu, {in});
@@ -135,7 +135,8 @@ TEST(CudaBackend, EveryTileConfigMatches) {
     EXPECT_LE(m.rel_l2, 1e-3) << describe(m);
     const auto prof = gpu->profile_layers();
     bool named = false;
-    for (const auto& l : prof) named = named || l.algorithm.find(std::string("igemm ") + cfg + " ") != std::string::npos;
+    for (const auto& l : prof)
+      named = named || l.algorithm.find(std::string("igemm ") + cfg + " ") != std::string::npos;
     EXPECT_TRUE(named) << "profile_layers does not report " << cfg;
   }
 }
@@ -150,7 +151,8 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
   std::vector<std::string> wg;
   for (const std::string& c : cuda_tile_configs())
-    if (((c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) || (c.size() > 4 && c.compare(c.size() - 4, 4, "wgws") == 0)) &&
+    if (((c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) ||
+         (c.size() > 4 && c.compare(c.size() - 4, 4, "wgws") == 0)) &&
         c.find('x') == std::string::npos)
       wg.push_back(c);  // (split-K "xS" tiles sum in another order: Deterministic covers them)
   if (wg.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
@@ -176,7 +178,7 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
     ASSERT_GT(nonzero, ref.size() / 8) << cc.name << ": the reference output is mostly zeros";
     for (const std::string& cfg : wg) {
       const int bk = std::atoi(cfg.c_str() + cfg.find('k') + 1);
-      if (cc.cin % bk != 0) continue;                                    // 128 channels per step
+      if (cc.cin % bk != 0) continue;                                     // 128 channels per step
       if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
       SCOPED_TRACE(cc.name + " " + cfg);
       auto e = b.build(with_tile(cuda_options(), cfg));
@@ -187,7 +189,8 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
       for (size_t i = 0; i < got.size(); i += 2) diff += got[i] != ref[i] || got[i + 1] != ref[i + 1];
       EXPECT_EQ(diff, 0u) << diff << " of " << got.size() / 2 << " halves differ from m64n64k64s2t";
       bool named = false;
-      for (const auto& l : e->profile_layers()) named = named || l.algorithm.find("igemm " + cfg + " ") != std::string::npos;
+      for (const auto& l : e->profile_layers())
+        named = named || l.algorithm.find("igemm " + cfg + " ") != std::string::npos;
       EXPECT_TRUE(named) << "the engine did not run " << cfg;
     }
   }
@@ -202,13 +205,13 @@ TEST(CudaBackend, InverseConv) {
     const SparseInput in = random_input(700 * batch, 8, grid, batch, 11 + uint64_t(batch));
     EngineBuilder b("inverse");
     ValueId x = b.push_input("0", 8);
-    x = b.push_sparse_conv("conv0", x, random_conv(8, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 1,
-                                                    Activation::ReLU));
+    x = b.push_sparse_conv("conv0", x,
+                           random_conv(8, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 1, Activation::ReLU));
     ConvAttrs down = random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 2, Activation::ReLU);
     down.rulebook = "down1";
     ValueId y = b.push_sparse_conv("conv1", x, down);
-    y = b.push_sparse_conv("conv2", y, random_conv(32, 32, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 3,
-                                                    Activation::ReLU));
+    y = b.push_sparse_conv("conv2", y,
+                           random_conv(32, 32, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 3, Activation::ReLU));
     ConvAttrs up = random_conv(32, 16, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, false, 4, Activation::ReLU);
     up.inverse = true;
     up.rulebook = "down1";
@@ -230,19 +233,19 @@ TEST(CudaBackend, AddReluConcatFusions) {
   EngineBuilder b("fusions");
   ValueId x = b.push_input("0", 16);
   ValueId r = b.push_relu("relu_in", x);
-  ValueId t = b.push_sparse_conv("conv0", r, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 5,
-                                                          Activation::ReLU));
-  ValueId y = b.push_sparse_conv("conv1", t, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 6,
-                                                          Activation::None));
+  ValueId t = b.push_sparse_conv(
+      "conv0", r, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 5, Activation::ReLU));
+  ValueId y = b.push_sparse_conv(
+      "conv1", t, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 6, Activation::None));
   y = b.push_add("add0", y, r);
   y = b.push_relu("relu0", y);  // SBB: fused into conv1, written in place over r
-  ValueId a = b.push_sparse_conv("conv2", y, random_conv(16, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 7,
-                                                          Activation::None));
-  ValueId c = b.push_sparse_conv("conv3", y, random_conv(16, 24, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 8,
-                                                          Activation::None));
+  ValueId a = b.push_sparse_conv(
+      "conv2", y, random_conv(16, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 7, Activation::None));
+  ValueId c = b.push_sparse_conv(
+      "conv3", y, random_conv(16, 24, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 8, Activation::None));
   ValueId s = b.push_add("add1", a, c);  // both operands are convs: the second conv fuses the add
-  ValueId z = b.push_sparse_conv("conv4", s, random_conv(24, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 9,
-                                                          Activation::None));
+  ValueId z = b.push_sparse_conv(
+      "conv4", s, random_conv(24, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 9, Activation::None));
   ValueId w = b.push_add("add2", z, s);  // identity s is also used below: no in-place
   w = b.push_relu("relu1", w);
   ValueId cat = b.push_concat("cat0", {w, s, y});
@@ -262,8 +265,8 @@ TEST(CudaBackend, DensifyTails) {
     const SparseInput in = random_input(variant == 3 ? 150 : 600, 32, grid, 1, 31 + uint64_t(variant));
     EngineBuilder b("densify");
     ValueId x = b.push_input("0", 32);
-    x = b.push_sparse_conv("conv0", x, random_conv(32, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 33,
-                                                    Activation::ReLU));
+    x = b.push_sparse_conv("conv0", x,
+                           random_conv(32, 24, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 33, Activation::ReLU));
     DenseAttrs d;
     d.input_spatial_shape = grid;
     d.output_shape = {1, 24, grid[0], grid[1], grid[2]};
@@ -287,10 +290,10 @@ TEST(CudaBackend, EmptyOneVoxelAndBatch) {
   auto make = [&](int batch) {
     EngineBuilder b("small");
     ValueId x = b.push_input("0", 5);
-    x = b.push_sparse_conv("conv0", x, random_conv(5, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 41,
-                                                    Activation::ReLU));
-    ValueId y = b.push_sparse_conv("conv1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false,
-                                                            42, Activation::ReLU));
+    x = b.push_sparse_conv("conv0", x,
+                           random_conv(5, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 41, Activation::ReLU));
+    ValueId y = b.push_sparse_conv(
+        "conv1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 42, Activation::ReLU));
     DenseAttrs d;
     d.input_spatial_shape = {5, 8, 8};
     d.output_shape = {batch, 32, 5, 8, 8};
@@ -423,8 +426,8 @@ TEST(CudaBackend, CapacityOverflowIsReported) {
   ConvAttrs c = random_conv(8, 16, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 62, Activation::ReLU);
   c.output_bound = 100;
   x = b.push_sparse_conv("conv_down7", x, c);
-  x = b.push_sparse_conv("conv8", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 63,
-                                                  Activation::ReLU));
+  x = b.push_sparse_conv("conv8", x,
+                         random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 63, Activation::ReLU));
   b.push_output(x);
   auto gpu = b.build(cuda_options(true, 5000));
   gpu->set_input(0, in.features, in.indices, in.grid, 1);
@@ -452,8 +455,8 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   const SparseInput in = random_input(800, 16, grid, 1, 71);
   EngineBuilder b("device_input");
   ValueId x = b.push_input("0", 16);
-  x = b.push_sparse_conv("conv0", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 72,
-                                                  Activation::ReLU));
+  x = b.push_sparse_conv("conv0", x,
+                         random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 72, Activation::ReLU));
   b.push_output(x);
   auto gpu = b.build(cuda_options());
   const RunResult host = run(*gpu, {in});

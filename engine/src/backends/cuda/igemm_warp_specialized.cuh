@@ -46,14 +46,16 @@ template <int BM, int BN, int STAGES>
 struct WsTile {
   static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
-  static constexpr int BK = 64;                    // one 128-byte swizzled row per operand row and step
-  static constexpr int A_STAGE = BM * BK;          // halves
-  static constexpr int B_STAGE = BN * BK;          // halves
+  static constexpr int BK = 64;            // one 128-byte swizzled row per operand row and step
+  static constexpr int A_STAGE = BM * BK;  // halves
+  static constexpr int B_STAGE = BN * BK;  // halves
   static constexpr uint32_t kBSliceBytes = uint32_t(B_STAGE * 2);
   static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * 2;
-  // then full[STAGES], empty[STAGES], info[STAGES], masks[2][4], map[kMaxMapK][BM]
-  static constexpr size_t kBarOff = kPipeBytes;
-  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + kMaxMapK * BM * 4 + 1024;
+  static constexpr int RI = BM / 16;  // rows per producer thread: g, g + 16, ..., g + 16 (RI - 1)
+  // then the producer's tile map [kMaxMapK][16][RI], full[STAGES], empty[STAGES], info[STAGES], masks[2][4]
+  static constexpr size_t kMapOff = kPipeBytes;
+  static constexpr size_t kBarOff = kMapOff + size_t(kMaxMapK) * BM * 4;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(STAGES >= 3, "the consumers hold two slots");
@@ -68,9 +70,10 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
   __half* sB = sA + STAGES * T::A_STAGE;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kBarOff);
   uint64_t* empty = full + STAGES;
-  int* info = reinterpret_cast<int*>(empty + STAGES);  // 1: the slot's step is its tile's last
+  int* info = reinterpret_cast<int*>(empty + STAGES);            // 1: the slot's step is its tile's last
   uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
-  int* map_s = reinterpret_cast<int*>(wmask + 8);                   // [K][BM]: the producer's tile map
+  // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
+  int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -81,7 +84,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 128 + 1);           // every producer thread + the TMA arrival
+      mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
     mbar_fence_init();
@@ -111,7 +114,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
         for (int i = ptid; i < BM * K; i += 128) {
           const int e = base + i < limit ? __ldg(a.out_in + base + i) : -1;
           const int row = i / K, k = i - row * K;
-          map_s[k * BM + row] = e;
+          map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = e >= 0 ? e * (a.cin_p / 8) : -1;
           if (e >= 0) mine |= 1u << k;
         }
       }
@@ -137,16 +140,16 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
             tma_load_1d(sB + slot * T::B_STAGE, wt + ((int64_t(k) * chunks + c) * gridDim.y + blockIdx.y) * T::B_STAGE,
                         T::kBSliceBytes, &full[slot]);
           }
-          __half* dA = sA + slot * T::A_STAGE;
-          const __half* xc = x + c * T::BK + ch * 8;
+          // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
+          __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
+          const uint4* xc = reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch;
+          int e[T::RI];
 #pragma unroll
-          for (int i = 0; i < BM / 16; ++i) {
-            const int r = g + 16 * i;
-            const int src = map_s[k * BM + r];
-            // 16-byte chunk ch of row r, stored in the 128-byte swizzle; no neighbour: zero-fill
-            ptx::cp_async16_zfill(dA + r * T::BK + ((ch ^ (r & 7)) << 3), xc + (src >= 0 ? int64_t(src) * a.cin_p : 0),
-                                  src >= 0 ? 16u : 0u);
-          }
+          for (int i = 0; i < T::RI; i += 4)
+            *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
+#pragma unroll
+          for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
+            ptx::cp_async16_zfill(dA + i * 16 * T::BK, xc + (e[i] >= 0 ? e[i] : 0), e[i] >= 0 ? 16u : 0u);
           cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
           ++s;
         }
