@@ -550,6 +550,18 @@ TEST_F(Cli, BenchMapLookaheadIsChecked) {
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
 }
 
+// --split: the split-K class (CudaOptions::split, 0..2); --tune-skip: tile names the tuner leaves out, comma-separated
+// (an empty name is a BuildOptions error naming the field, not a silently ignored entry)
+TEST_F(Cli, BenchSplitAndTuneSkipAreChecked) {
+  const std::string base = quick_cpu_bench("sparse_split.onnx");
+  expect_usage_error(scn_cli(base + "--split 3"), "--split");
+  const Result empty = scn_cli(base + "--tune-skip ''");
+  EXPECT_NE(empty.code, 0);
+  EXPECT_NE((empty.out + empty.err).find("tune_skip"), std::string::npos) << empty.out << empty.err;
+  const Result ok = scn_cli(base + "--split 1 --tune-skip m64n64k32s4t,m128n64k64s3tw12wgws");
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+}
+
 TEST_F(Cli, BenchNeedsAnInput) {
   EXPECT_NE(scn_cli("bench " + quote(model_) + " --device cpu").code, 0);
   EXPECT_EQ(scn_cli("bench " + quote(model_) + " --synthetic 10 --features " + quote(features_) + " --indices " +
