@@ -105,8 +105,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       if (tile + gridDim.x >= ntiles && !a.pdl_late) grid_launch_dependents();
-      // the tile's map, transposed into map_s[k][row] (the entries of a tile are contiguous: coalesced
-      // reads), and the offsets any row of the tile uses
+      // the tile's map, transposed into map_s (the entries of a tile are contiguous: coalesced reads) as
+      // row offsets in 16-byte units, which keep an int for inputs below 32 GiB, and the offsets any row of
+      // the tile uses
       producer_barrier();  // every producer thread has issued the previous tile's copies (map_s is free)
       uint32_t mine = 0;
       {
