@@ -102,14 +102,13 @@ __device__ __forceinline__ float apply_act(float v, Act a, float alpha) {
   return v;
 }
 
-/// The conv epilogue on one value, rounding exactly where an unfused fp16 engine stores:
-/// y = half(act(acc + bias)); with a residual y = half(y + r); then the optional ReLU.
-__device__ __forceinline__ float epilogue_value(float acc, float bias, Act act, float alpha, bool has_res, float res,
-                                                bool relu_after) {
-  float v = __half2float(__float2half_rn(apply_act(acc + bias, act, alpha)));
-  if (has_res) v = __half2float(__float2half_rn(v + res));
-  if (relu_after) v = v > 0.f ? v : 0.f;
-  return v;
+/// One stored conv output element after the fused residual Add `r` (when has_res; rounded like an fp16
+/// Add) and the ReLU that follows it.
+__device__ __forceinline__ __half add_residual_relu(__half v, __half r, bool has_res, bool relu_after) {
+  float f = __half2float(v);
+  if (has_res) f = __half2float(__float2half_rn(f + __half2float(r)));
+  if (relu_after) f = f > 0.f ? f : 0.f;
+  return __float2half_rn(f);
 }
 
 /// The fp16 conv epilogue's last steps on 8 consecutive columns of one row, then their 16-byte
@@ -123,12 +122,7 @@ __device__ __forceinline__ void store8_residual_relu(__half* y, const __half* __
     alignas(16) __half r[8];
     if (res) *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(res + at);
 #pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      float f = __half2float(v[q]);
-      if (res) f = __half2float(__float2half_rn(f + __half2float(r[q])));
-      if (relu_after) f = f > 0.f ? f : 0.f;
-      v[q] = __float2half_rn(f);
-    }
+    for (int q = 0; q < 8; ++q) v[q] = add_residual_relu(v[q], r[q], res != nullptr, relu_after);
   }
   *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(v);
 }

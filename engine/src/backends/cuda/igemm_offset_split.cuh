@@ -30,12 +30,8 @@ using ptx::cp_async16;
 using ptx::cp_async16_zfill;
 using ptx::ldmatrix_x4;
 using ptx::mma_16816;
+using ptx::named_barrier_sync;
 using ptx::smem_addr;
-
-/// Barrier of the `threads` threads of one team (ids 1..15; 0 is __syncthreads).
-__device__ __forceinline__ void team_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 
 /// Rows of C halves (C/8 16-byte chunks) unpadded, chunk c of row r stored at c ^ ((r / (8 / CPR)) % CPR):
 /// the 8 rows of an ldmatrix phase (consecutive, starting at a multiple of 8) hit 8 distinct bank groups.
@@ -244,7 +240,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
             const int cl = jn * 8 + (lane & 3) * 2;
             *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
           }
-      team_sync(1 + team, P * 32);
+      named_barrier_sync(1 + team, P * 32);
       constexpr int ROWS = WR / P;
       const float* base = reinterpret_cast<const float*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
       for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
@@ -268,7 +264,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         }
         store8(row, c8, o);
       }
-      team_sync(1 + team, P * 32);  // peers are done reading the partial sums
+      named_barrier_sync(1 + team, P * 32);  // peers are done reading the partial sums
     }
   }
 }

@@ -24,23 +24,8 @@
 
 namespace scn::cuda::igemm {
 
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-#endif
-}
-/// Arrives on `bar` once every cp.async this thread issued so far has completed (the arrival counts
-/// toward the barrier's expected count: .noinc).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void proxy_fence_async() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
 /// A barrier of the producer warpgroup alone (id 1; 0 is __syncthreads).
-__device__ __forceinline__ void producer_barrier() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
+__device__ __forceinline__ void producer_barrier() { ptx::named_barrier_sync(1, 128); }
 
 template <int BM, int BN, int STAGES>
 struct WsTile {
@@ -178,7 +163,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
         const bool last = info[slot] != 0;
         // the gathers are cp.async writes (generic proxy) and wgmma reads through the async proxy:
         // order what the acquire on "full" made visible before the MMAs read it
-        proxy_fence_async();
+        fence_proxy_async();
         const uint64_t da = wg_desc(sA + slot * T::A_STAGE + wg * 64 * T::BK), db = wg_desc(sB + slot * T::B_STAGE);
         wg_fence();
 #pragma unroll
@@ -208,7 +193,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       for (int h = 0; h < 2; ++h) {
         const int64_t row = m0 + wg * 64 + (cw & 3) * 16 + (lane >> 2) + h * 8;
         if (row >= n) continue;
-        __half2 rv[BN / 8];
+        __half2 rv[BN / 8];  // residual pairs (used only with a residual: left unset without one)
         if (res) {
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j) {
@@ -225,18 +210,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
           const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
           const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
           __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output, then the fp16 Add and the ReLU
-          if (res || a.relu_after) {
-            float f0 = __low2float(o), f1 = __high2float(o);
-            if (res) {
-              f0 = __half2float(__float2half_rn(f0 + __low2float(rv[j])));
-              f1 = __half2float(__float2half_rn(f1 + __high2float(rv[j])));
-            }
-            if (a.relu_after) {
-              f0 = f0 > 0.f ? f0 : 0.f;
-              f1 = f1 > 0.f ? f1 : 0.f;
-            }
-            o = __floats2half2_rn(f0, f1);
-          }
+          if (res || a.relu_after)
+            o = __halves2half2(add_residual_relu(__low2half(o), __low2half(rv[j]), res != nullptr, a.relu_after),
+                               add_residual_relu(__high2half(o), __high2half(rv[j]), res != nullptr, a.relu_after));
           *reinterpret_cast<__half2*>(y + row * a.cout_p + col) = o;
         }
       }

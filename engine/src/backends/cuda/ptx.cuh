@@ -1,6 +1,7 @@
 // Inline-PTX building blocks shared by the implicit-GEMM kernels (implicit_gemm.cuh) and the
 // warp-independent osplit kernel (igemm_offset_split.cuh): shared-memory addresses, cp.async copies
-// and groups, ldmatrix, the fp16 m16n8k16 tensor-core MMA, and the programmatic-launch controls.
+// and groups, ldmatrix, the fp16 m16n8k16 tensor-core MMA, named barriers, and the programmatic-launch
+// controls.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,12 @@ __device__ __forceinline__ void grid_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+/// Barrier of `threads` threads of the block (ids 1..15; 0 is __syncthreads): a team of warps, or one
+/// warpgroup of a warp-specialised block.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
