@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -144,18 +145,34 @@ TEST(CudaBackend, EveryTileConfigMatches) {
 // The wgmma tiles (sm_90a, "wg", and the warp-specialised "wgws") against an mma.sync tile of the
 // same summation order: the output must be bitwise equal (both sum 16-channel blocks in
 // offset-then-channel order into float32), so the autotuner may pick either without changing a
-// result. 64, 128 and 256 input channels (one to four chunks per offset), a partial last N tile (96
-// outputs), a strided conv, a 3x1x1 kernel (K = 3), and a frame with several tiles per resident
-// block (the persistent loops and the warp-specialised ring across tiles).
+// result. The same within the split-K class of two ("x2": the mma.sync, wgmma and warp-specialised
+// split tiles against the mma.sync split tile). 64, 128 and 256 input channels (one to four chunks
+// per offset), a partial last N tile (96 outputs), a strided conv, a 3x1x1 kernel (K = 3: in a split,
+// one CTA has a single offset), and a frame with several tiles per resident block (the persistent
+// loops, the warp-specialised ring and the split exchange across tiles).
 TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
-  std::vector<std::string> wg;
-  for (const std::string& c : cuda_tile_configs())
-    if (((c.size() > 2 && c.compare(c.size() - 2, 2, "wg") == 0) ||
-         (c.size() > 4 && c.compare(c.size() - 4, 4, "wgws") == 0)) &&
-        c.find('x') == std::string::npos)
-      wg.push_back(c);  // (split-K "xS" tiles sum in another order: Deterministic covers them)
-  if (wg.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
+  auto ends_with = [](const std::string& c, const char* t) {
+    const size_t n = std::strlen(t);
+    return c.size() > n && c.compare(c.size() - n, n, t) == 0;
+  };
+  struct Group {
+    const char* reference;
+    std::vector<std::string> tiles;
+  };
+  Group unsplit{"m64n64k64s2t", {}}, split{"m64n128k64s3tx2", {}};
+  for (const std::string& c : cuda_tile_configs()) {
+    const bool wgmma = ends_with(c, "wg") || ends_with(c, "wgws");
+    if (c.find("x2") != std::string::npos) {
+      if (c != split.reference) split.tiles.push_back(c);
+    } else if (wgmma) {
+      unsplit.tiles.push_back(c);
+    }
+  }
+  if (unsplit.tiles.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
+  size_t split_ws = 0;
+  for (const std::string& c : split.tiles) split_ws += ends_with(c, "wgws");
+  EXPECT_GE(split_ws, 1u) << "the split class has warp-specialised tiles";
   const Int3 g{20, 30, 30}, k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
   const std::vector<ConvCase> cases = {
       {64, 96, k3, one, one, one, true, Activation::ReLU, 1, 3000, g, "subm64"},
@@ -168,30 +185,32 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   for (const ConvCase& cc : cases) {
     const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, 131);
     const EngineBuilder b = single_conv(cc, 132);
-    std::vector<uint8_t> ref;
-    {
-      auto e = b.build(with_tile(cuda_options(), "m64n64k64s2t"));
-      ref = to_bytes(run(*e, {in}).outputs[0]);
-    }
-    size_t nonzero = 0;
-    for (size_t i = 0; i + 1 < ref.size(); i += 2) nonzero += (ref[i] | ref[i + 1]) != 0;
-    ASSERT_GT(nonzero, ref.size() / 8) << cc.name << ": the reference output is mostly zeros";
-    for (const std::string& cfg : wg) {
-      const int bk = std::atoi(cfg.c_str() + cfg.find('k') + 1);
-      if (cc.cin % bk != 0) continue;                                     // 128 channels per step
-      if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
-      SCOPED_TRACE(cc.name + " " + cfg);
-      auto e = b.build(with_tile(cuda_options(), cfg));
-      const RunResult r = run(*e, {in});
-      const std::vector<uint8_t> got = to_bytes(r.outputs[0]);
-      ASSERT_EQ(got.size(), ref.size());
-      size_t diff = 0;
-      for (size_t i = 0; i < got.size(); i += 2) diff += got[i] != ref[i] || got[i + 1] != ref[i + 1];
-      EXPECT_EQ(diff, 0u) << diff << " of " << got.size() / 2 << " halves differ from m64n64k64s2t";
-      bool named = false;
-      for (const auto& l : e->profile_layers())
-        named = named || l.algorithm.find("igemm " + cfg + " ") != std::string::npos;
-      EXPECT_TRUE(named) << "the engine did not run " << cfg;
+    for (const Group& group : {unsplit, split}) {
+      std::vector<uint8_t> ref;
+      {
+        auto e = b.build(with_tile(cuda_options(), group.reference));
+        ref = to_bytes(run(*e, {in}).outputs[0]);
+      }
+      size_t nonzero = 0;
+      for (size_t i = 0; i + 1 < ref.size(); i += 2) nonzero += (ref[i] | ref[i + 1]) != 0;
+      ASSERT_GT(nonzero, ref.size() / 8) << cc.name << ": the reference output is mostly zeros";
+      for (const std::string& cfg : group.tiles) {
+        const int bk = std::atoi(cfg.c_str() + cfg.find('k') + 1);
+        if (cc.cin % bk != 0) continue;                                     // 128 channels per step
+        if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
+        SCOPED_TRACE(cc.name + " " + cfg);
+        auto e = b.build(with_tile(cuda_options(), cfg));
+        const RunResult r = run(*e, {in});
+        const std::vector<uint8_t> got = to_bytes(r.outputs[0]);
+        ASSERT_EQ(got.size(), ref.size());
+        size_t diff = 0;
+        for (size_t i = 0; i < got.size(); i += 2) diff += got[i] != ref[i] || got[i + 1] != ref[i + 1];
+        EXPECT_EQ(diff, 0u) << diff << " of " << got.size() / 2 << " halves differ from " << group.reference;
+        bool named = false;
+        for (const auto& l : e->profile_layers())
+          named = named || l.algorithm.find("igemm " + cfg + " ") != std::string::npos;
+        EXPECT_TRUE(named) << "the engine did not run " << cfg;
+      }
     }
   }
 }

@@ -50,8 +50,7 @@ const IgemmConfig& igemm_config(int id) { return instances().at(size_t(id)).cfg;
 bool igemm_config_fits(int id, int cin_p, int cc_major, int K, int mode) {
   const IgemmConfig& c = igemm_config(id);
   return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
-         (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9) &&
-         (!c.ws || K <= igemm::kMaxMapK);
+         (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9) && (!c.ws || K <= igemm::kMaxMapK);
 }
 
 int igemm_find_config(const char* name) {
@@ -123,6 +122,22 @@ void igemm_init() {
     cudaFuncAttributes fa{};
     SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(in.kernel)));
     in.pdl = fa.binaryVersion >= 90;
+    if (in.cfg.split > 1) {
+      // a cluster needs `split` SMs of one GPC with room for a block each, so fewer clusters may fit than
+      // blocks_per_sm * SMs / split; the persistent grid must not exceed what is resident at once
+      cudaLaunchConfig_t lc{};
+      lc.gridDim = dim3(1, 1, unsigned(in.cfg.split));
+      lc.blockDim = dim3(unsigned(in.threads));
+      lc.dynamicSmemBytes = in.smem;
+      cudaLaunchAttribute cl{};
+      cl.id = cudaLaunchAttributeClusterDimension;
+      cl.val.clusterDim.x = 1;
+      cl.val.clusterDim.y = 1;
+      cl.val.clusterDim.z = unsigned(in.cfg.split);
+      lc.attrs = &cl;
+      lc.numAttrs = 1;
+      SCN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&in.max_clusters, reinterpret_cast<const void*>(in.kernel), &lc));
+    }
   }
 }
 
@@ -132,6 +147,7 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool
   const int ny = (a.cout_p + in.cfg.bn - 1) / in.cfg.bn;
   const int split = in.cfg.split;
   int64_t resident = int64_t(sm_count) * in.blocks_per_sm / (ny * split);
+  if (in.max_clusters > 0 && resident > in.max_clusters / ny) resident = in.max_clusters / ny;
   if (resident < 1) resident = 1;
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
