@@ -1,7 +1,6 @@
 // Warp-specialised wgmma tile instances (igemm_warp_specialized.cuh): a producer warpgroup and one or
-// two consumer warpgroups, 64/128 output channels, 64-channel chunks; unsplit, and split in two over a
-// cluster. Compiled for sm_90a alone, like the other wgmma tiles (engine/src/backends/cuda/CMakeLists.txt);
-// registered on compute capability 9.0.
+// two consumer warpgroups, 64/128 output channels, 64-channel chunks. Compiled for sm_90a alone, like
+// the other wgmma tiles (engine/src/backends/cuda/CMakeLists.txt); registered on compute capability 9.0.
 #include "backends/cuda/igemm_warp_specialized.cuh"
 
 namespace scn::cuda::igemm {
@@ -18,12 +17,6 @@ void add_instances_fp16_wgmma_ws(std::vector<Instance>& v) {
   v.push_back(make_ws_instance<128, 128, 6>());
   v.push_back(make_ws_instance<64, 128, 4>());
   v.push_back(make_ws_instance<64, 128, 6>());
-  // the split-K class of two (the 128-channel level by default, split_for in tile_choice.cpp)
-  v.push_back(make_ws_instance<128, 128, 3, 2>());
-  v.push_back(make_ws_instance<128, 128, 4, 2>());
-  v.push_back(make_ws_instance<64, 128, 4, 2>());
-  v.push_back(make_ws_instance<64, 128, 6, 2>());
-  v.push_back(make_ws_instance<128, 64, 4, 2>());
 }
 
 }  // namespace scn::cuda::igemm

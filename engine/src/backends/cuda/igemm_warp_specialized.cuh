@@ -18,14 +18,6 @@
 //
 // Summation order per output element: offsets ascending, channels ascending, one k16 block at a
 // time into fp32 — the order of every non-split tile, so the output is bitwise theirs.
-//
-// SPLIT = 2: the split-K class (a cluster of two CTAs along grid z shares each row tile; CTA z sums
-// the offsets k with k % 2 == z, as the split tiles do). The consumer warps whose rows the other CTA
-// finishes push their partial sums into its shared memory (DSMEM) and go on to the next tile; the
-// others wait for the peer's partial sums and add them in rank order, (0 + p0) + p1, before the
-// epilogue, so the output is bitwise that of the split tiles. Two mbarriers per CTA pace the
-// exchange: "recv full" (the peer's pushing warps arrive on it remotely) and "sent free" (the peer's
-// finishing warps arrive on it once they have read what this CTA pushed).
 #pragma once
 
 #include "backends/cuda/implicit_gemm.cuh"
@@ -35,7 +27,7 @@ namespace scn::cuda::igemm {
 /// A barrier of the producer warpgroup alone (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void producer_barrier() { ptx::named_barrier_sync(1, 128); }
 
-template <int BM, int BN, int STAGES, int SPLIT>
+template <int BM, int BN, int STAGES>
 struct WsTile {
   static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -45,34 +37,25 @@ struct WsTile {
   static constexpr uint32_t kBSliceBytes = uint32_t(B_STAGE * 2);
   static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * 2;
   static constexpr int RI = BM / 16;  // rows per producer thread: g, g + 16, ..., g + 16 (RI - 1)
-  // SPLIT = 2: the warps of rows [z BM / 2, (z + 1) BM / 2) finish the tile in CTA z (kSliceWarps each)
-  static constexpr int kSliceWarps = BM / 32;
-  static constexpr size_t kRecvFloats = SPLIT > 1 ? size_t(BM / 2) * BN : 0;  // the peer's partial sums
-  // then the producer's tile map [kMaxMapK][16][RI], the received partial sums, full[STAGES],
-  // empty[STAGES], recv_full, sent_free, info[STAGES], masks[2][4]
+  // then the producer's tile map [kMaxMapK][16][RI], full[STAGES], empty[STAGES], info[STAGES], masks[2][4]
   static constexpr size_t kMapOff = kPipeBytes;
-  static constexpr size_t kRecvOff = kMapOff + size_t(kMaxMapK) * BM * 4;
-  static constexpr size_t kBarOff = kRecvOff + kRecvFloats * 4;
-  static constexpr size_t kSmem = kBarOff + (2 * STAGES + 2) * 8 + STAGES * 4 + 8 * 4 + 1024;
+  static constexpr size_t kBarOff = kMapOff + size_t(kMaxMapK) * BM * 4;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(STAGES >= 3, "the consumers hold two slots");
-  static_assert(SPLIT == 1 || SPLIT == 2, "unsplit, or split in two over a cluster");
 };
 
-template <int BM, int BN, int STAGES, int SPLIT>
-__global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
-  using T = WsTile<BM, BN, STAGES, SPLIT>;
+template <int BM, int BN, int STAGES>
+__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
+  using T = WsTile<BM, BN, STAGES>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   __half* sA = reinterpret_cast<__half*>(smem);
   __half* sB = sA + STAGES * T::A_STAGE;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kBarOff);
   uint64_t* empty = full + STAGES;
-  uint64_t* recv_full = empty + STAGES;  // SPLIT = 2: the peer's partial sums of this CTA's rows have landed
-  uint64_t* sent_free = recv_full + 1;   // SPLIT = 2: the peer has read the partial sums this CTA pushed
-  float* recv = reinterpret_cast<float*>(smem + T::kRecvOff);
-  int* info = reinterpret_cast<int*>(sent_free + 1);             // 1: the slot's step is its tile's last
+  int* info = reinterpret_cast<int*>(empty + STAGES);            // 1: the slot's step is its tile's last
   uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
   // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
   int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
@@ -89,14 +72,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
       mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
-    mbar_init(recv_full, 32 * T::kSliceWarps);  // every thread of the peer's pushing warps
-    mbar_init(sent_free, 32 * T::kSliceWarps);  // every thread of the peer's finishing warps
     mbar_fence_init();
   }
-  if constexpr (SPLIT > 1)
-    cluster_sync();  // the peer's barriers are initialised before any remote arrival
-  else
-    __syncthreads();
+  __syncthreads();
 
   if (warp < 4) {
     // ---------------- producer ----------------
@@ -131,11 +109,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
       producer_barrier();
       uint32_t mask = wmask[parity * 4] | wmask[parity * 4 + 1] | wmask[parity * 4 + 2] | wmask[parity * 4 + 3];
       parity ^= 1;
-      if constexpr (SPLIT > 1) mask &= blockIdx.z ? 0xAAAAAAAAu : 0x55555555u;  // offsets k % 2 == z
-      // a tile without entries (here) still runs one all-zero step: its rows get the bias, or in a split
-      // the partial sums the peer waits for
-      const bool none = mask == 0;
-      if (none) mask = 1u;
+      if (mask == 0) mask = 1u;  // a tile without entries still runs one (all-zero) step: its rows get the bias
       if (!waited) {
         grid_dependency_wait();  // the first tile's map is read: now the inputs
         waited = true;
@@ -159,10 +133,6 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
 #pragma unroll
           for (int i = 0; i < T::RI; i += 4)
             *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
-          if constexpr (SPLIT > 1) {  // (unsplit, an empty tile's entries at offset 0 are all -1 already)
-#pragma unroll
-            for (int i = 0; i < T::RI; ++i) e[i] = none ? -1 : e[i];
-          }
 #pragma unroll
           for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
             ptx::cp_async16_zfill(dA + i * 16 * T::BK, xc + (e[i] >= 0 ? e[i] : 0), e[i] >= 0 ? 16u : 0u);
@@ -178,9 +148,8 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
     const int wg = cw >> 2;   // consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile
     grid_dependency_wait();   // the residual and y belong to earlier kernels
     uint32_t s = 0;
-    int held = -1;      // slot whose wgmma may still read it
-    uint32_t done = 0;  // tiles finished by this CTA (the phase of the split exchange)
-    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x, ++done) {
+    int held = -1;  // slot whose wgmma may still read it
+    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       const bool last_tile = tile + gridDim.x >= ntiles;
       float acc[BN / 8][4];
@@ -216,31 +185,6 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
       if (lane == 0) mbar_arrive(&empty[held]);
       held = -1;
       if (last_tile && a.pdl_late) grid_launch_dependents();
-
-      if constexpr (SPLIT > 1) {
-        // the exchange: in fragment order (each lane's 16 bytes per n8 block, conflict-free), so that the
-        // finishing lane reads the elements it holds itself
-        const uint32_t z = blockIdx.z, peer = z ^ 1u;
-        float* slot_f = recv + size_t(cw % T::kSliceWarps) * (BN / 8) * 128 + lane * 4;
-        if (cw / T::kSliceWarps != int(z)) {
-          if (done > 0) mbar_wait_cluster(sent_free, (done - 1) & 1u);  // the peer read the previous tile's
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j)
-            st_peer_f4(slot_f + j * 128, peer, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
-          mbar_arrive_peer(recv_full, peer);
-          continue;  // the peer finishes these rows
-        }
-        mbar_wait_cluster(recv_full, done & 1u);
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const float4 p = *reinterpret_cast<const float4*>(slot_f + j * 128);
-          const float q[4] = {p.x, p.y, p.z, p.w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e)  // the split tiles' reduction: 0, then the partial sums in rank order
-            acc[j][e] = z == 0 ? (0.f + acc[j][e]) + q[e] : (0.f + q[e]) + acc[j][e];
-        }
-        mbar_arrive_peer(sent_free, peer);
-      }
 
       // epilogue from the accumulators: rows 16 (warp in group) + lane / 4 (+ 8), two columns per n8 block
       const __half* __restrict__ res = static_cast<const __half*>(a.residual);
@@ -278,16 +222,15 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, SPLIT>::kThreads, 1) ig
   // this grid completes only after its predecessor (the next kernel relies on that).
   grid_launch_dependents();
   grid_dependency_wait();
-  if constexpr (SPLIT > 1) cluster_sync();  // no CTA leaves while its peer may still reach its shared memory
 }
 
 /// The registry entry of a warp-specialised tile (implicit_gemm.cuh Instance; name from its fields).
-template <int BM, int BN, int STAGES, int SPLIT = 1>
+template <int BM, int BN, int STAGES>
 inline Instance make_ws_instance() {
-  using T = WsTile<BM, BN, STAGES, SPLIT>;
-  IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, SPLIT, kF16, nullptr, true, 1};
+  using T = WsTile<BM, BN, STAGES>;
+  IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
   c.ws = true;
-  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES, SPLIT>, T::kSmem, T::kThreads, 1, false};
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads, 1, false};
 }
 
 }  // namespace scn::cuda::igemm

@@ -183,54 +183,18 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 #endif
   return r;
 }
-/// The address of `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ uint32_t peer_addr(const void* p, uint32_t rank) {
-  uint32_t addr = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
-#endif
-  return addr;
-}
 /// Four floats at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
 __device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t addr;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(peer_addr(p, rank))
+               : "r"(addr)
                : "memory");
 #endif
   return v;
-}
-/// Stores four floats at `p` (an address of this CTA's shared memory) in cluster CTA `rank`.
-__device__ __forceinline__ void st_peer_f4(float* p, uint32_t rank, float4 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(peer_addr(p, rank)), "f"(v.x), "f"(v.y),
-               "f"(v.z), "f"(v.w)
-               : "memory");
-#endif
-}
-/// Arrives on the mbarrier `bar` of cluster CTA `rank` with release semantics at cluster scope: what
-/// this thread wrote before (here or in the peer's shared memory) is visible to a mbar_wait_cluster
-/// that sees the phase complete.
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t* bar, uint32_t rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(peer_addr(bar, rank)) : "memory");
-#endif
-}
-/// mbar_wait with acquire semantics at cluster scope (the arrivals came from another CTA).
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t phase) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(phase)
-      : "memory");
-#endif
 }
 
 // ---- wgmma (sm_90a only: igemm_instances_wg.cu is compiled for that target alone) -------------
