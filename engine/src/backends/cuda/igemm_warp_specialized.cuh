@@ -24,6 +24,9 @@
 
 namespace scn::cuda::igemm {
 
+/// Map entries each producer thread loads before it stores any (independent loads in flight).
+inline constexpr int kMapBatch = 4;
+
 /// A barrier of the producer warpgroup alone (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void producer_barrier() { ptx::named_barrier_sync(1, 128); }
 
@@ -84,7 +87,10 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     // Copy assignment: eight lanes per 128-byte row (lane & 7 = its 16-byte chunk), so that one warp
     // instruction moves four whole rows (whole sectors); this thread's rows are g, g + 16, g + 32, ...
     const int ch = ptid & 7, g = ptid >> 3;
-    uint32_t s = 0;  // steps issued by this kernel
+    // map staging: this thread's first entry of a tile is (row0, k0); each next one is 128 entries on
+    const int row0 = ptid / K, k0 = ptid - row0 * K, step_row = 128 / K, step_k = 128 - step_row * K;
+    const int units = a.cin_p / 8;  // 16-byte units per input row
+    uint32_t s = 0;                 // steps issued by this kernel
     int parity = 0;
     bool waited = false;
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -96,12 +102,31 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       producer_barrier();  // every producer thread has issued the previous tile's copies (map_s is free)
       uint32_t mine = 0;
       {
+        // kMapBatch loads in flight per thread (one round trip per batch, not one per entry), and each
+        // entry's (row, k) advanced by 128 entries without a division
         const int64_t base = m0 * K, limit = n * K;
-        for (int i = ptid; i < BM * K; i += 128) {
-          const int e = base + i < limit ? __ldg(a.out_in + base + i) : -1;
-          const int row = i / K, k = i - row * K;
-          map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = e >= 0 ? e * (a.cin_p / 8) : -1;
-          if (e >= 0) mine |= 1u << k;
+        const int total = BM * K;
+        int row = row0, k = k0;
+        for (int i0 = ptid; i0 < total; i0 += 128 * kMapBatch) {
+          int ent[kMapBatch];
+#pragma unroll
+          for (int b = 0; b < kMapBatch; ++b) {
+            const int i = i0 + 128 * b;
+            ent[b] = i < total && base + i < limit ? __ldg(a.out_in + base + i) : -1;
+          }
+#pragma unroll
+          for (int b = 0; b < kMapBatch; ++b) {
+            if (i0 + 128 * b < total) {
+              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? ent[b] * units : -1;
+              if (ent[b] >= 0) mine |= 1u << k;
+            }
+            row += step_row;
+            k += step_k;
+            if (k >= K) {
+              k -= K;
+              ++row;
+            }
+          }
         }
       }
       mine = __reduce_or_sync(0xffffffffu, mine);
