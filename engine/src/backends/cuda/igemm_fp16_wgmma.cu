@@ -26,10 +26,6 @@ void add_instances_fp16_wgmma(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 3, true, 1, 1, 2, kF16, true>());
-  // 256-row tiles: half the weight bytes per row of the 128-row ones, for frames (batches) large
-  // enough that a level's weight re-reads and gathers bound it by L2 bandwidth, not by its chains
-  v.push_back(make_instance<256, 128, 64, 16, 1, 2, true, 1, 1, 2, kF16, true>());
-  v.push_back(make_instance<256, 128, 64, 16, 1, 3, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 2, true, 1, 1, 1, kF16, true>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 3, true, 1, 1, 1, kF16, true>());
 }
