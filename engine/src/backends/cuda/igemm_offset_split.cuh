@@ -75,8 +75,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int team = warp / P, g = warp % P;
   __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
 
-  // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below.
-  {
+  // The row count comes from the map stream, not from the previous conv: readable before the wait.
+  const int64_t n = rows_of(a.n_out, a.cap_out);
+  const int64_t nslabs = (n + WR - 1) / WR;
+  // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below. A block
+  // without a slab (the grid is sized from the planned capacity, the frame may be smaller) stages none.
+  if (int64_t(blockIdx.x) * C::TEAMS < nslabs) {
     const __half* w = static_cast<const __half*>(a.w);
     for (int i = tid; i < KK * COUT * C::CPR; i += C::kThreads) {
       const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
@@ -85,8 +89,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     ptx::cp_async_commit();
   }
 
-  const int64_t n = rows_of(a.n_out, a.cap_out);
-  const int64_t nslabs = (n + WR - 1) / WR;
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   const int32_t* __restrict__ out_in = a.out_in;
   // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, ..: independent loads
