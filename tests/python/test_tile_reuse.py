@@ -59,6 +59,17 @@ def test_strided_sites_follow_spconvs_rule():
     assert g == (0, 0, 3) and len(out) == 0  # no z output: the grid shrinks to nothing along z
 
 
+def test_byte_stats_of_a_line():
+    m = tr.subm_map(line(8), (1, 1, 8))
+    b = tr.byte_stats(m, 4, 16, 32)
+    # 22 entries x 16 halves; both tiles use offsets 12, 13, 14 (dx -1, 0, +1): 6 slices of 16 x 32 halves,
+    # 3 when the two tiles share them; 8 output rows of 32 halves
+    assert b == {"gathers": 22 * 32, "weights": 6 * 1024, "weights2": 3 * 1024, "output": 8 * 64}
+    # three tiles of 3 rows: the odd tile is paired with nothing; its offsets still count once
+    b3 = tr.byte_stats(m, 3, 16, 16)
+    assert b3["weights"] == 3 * 3 * 512 and b3["weights2"] == (3 + 3) * 512
+
+
 def test_merged_length():
     assert tr.merged_length([(0, 4), (3, 7), (10, 10)]) == 9
     assert tr.merged_length([(5, 6), (0, 9)]) == 10
@@ -75,9 +86,10 @@ def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
     assert tr.main([str(p), "--grid", "16x32x32", "--bm", "64"]) == 0
     out = capsys.readouterr().out
     assert "400 sites" in out
-    # both tables (reuse, MMA work): level 0 twice (input and bitmap order), levels 1..3
-    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 2 * 5
+    # three tables (reuse, MMA work, bytes): level 0 twice (input and bitmap order), levels 1..3
     assert "| compacted per offset |" in out
+    assert "| union gathers MB |" in out
+    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5
     bad = tmp_path / "bad.tensor"
     save_tensor(bad, idx[:, :3].copy())
     assert tr.main([str(bad), "--grid", "16x32x32"]) == 2

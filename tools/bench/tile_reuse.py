@@ -16,7 +16,9 @@ bitmap order, z-y-x lexicographic):
 
 and, in a second table, the MMA work in 16-row units (mma_stats): entries present / 16, each offset's rows
 compacted per tile, 16-row blocks with a neighbour (what osplit and the mma.sync tiles run), whole tiles with a
-neighbour at the offset (what a tile that only skips whole offsets runs, e.g. the wgmma tiles) and all of it.
+neighbour at the offset (what a tile that only skips whole offsets runs, e.g. the wgmma tiles) and all of it;
+in a third, the bytes a subm conv of the level moves through L2 (byte_stats: gathers, weight slices re-read per
+tile, output; with union-staged gathers and with weights shared by two neighbouring tiles).
 
     /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
         [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
@@ -123,6 +125,26 @@ def mma_stats(m: np.ndarray, bm: int) -> dict:
             "dense": tiles * (bm // 16) * has.shape[1]}
 
 
+def byte_stats(m: np.ndarray, bm: int, cin: int, cout: int) -> dict:
+    """Bytes one fp16 conv of a map moves through L2 with tiles of bm rows (the engine's gather-GEMM):
+      gathers    one input row of cin halves per entry present
+      weights    per tile, the cin x cout slice of every offset any of its rows uses (re-read by each tile)
+      weights2   the same when two neighbouring tiles share each slice (a cluster of two multicasting it)
+      output     the output rows (a fused residual reads as many again)"""
+    n, k = m.shape
+    tiles = (n + bm - 1) // bm
+    pad = np.full((tiles * bm, k), -1, dtype=m.dtype)
+    pad[:n] = m
+    active = (pad >= 0).reshape(tiles, bm, k).any(axis=1)
+    if tiles % 2:
+        active = np.concatenate([active, np.zeros((1, k), dtype=bool)])
+    slice_bytes = cin * cout * 2
+    return {"gathers": int((m >= 0).sum()) * cin * 2,
+            "weights": int(active.sum()) * slice_bytes,
+            "weights2": int(active.reshape(-1, 2, k).any(axis=1).sum()) * slice_bytes,
+            "output": n * cout * 2}
+
+
 def parse_grid(s: str):
     g = tuple(int(v) for v in s.lower().split("x"))
     if len(g) != 3 or min(g) <= 0:
@@ -188,6 +210,19 @@ def main(argv=None) -> int:
             s = mma_stats(m, bm)
             print(f"| {level} | {order} | {bm} | {s['present']:.0f} | {s['compacted']} | {s['block16']} | {s['tile']} | "
                   f"{s['dense']} |")
+    # the bytes a subm conv of the level moves through L2 (its time at a given L2 bandwidth is their floor)
+    print()
+    print("| level | order | BM | gathers MB | weights MB | output MB | total MB | union gathers MB | weights MB, 2-tile "
+          "cluster |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (level, order, _, _), m in zip(levels, maps):
+        c = channels[min(level, len(channels) - 1)]
+        for bm in bms:
+            b = byte_stats(m, bm, c, c)
+            union = tile_stats(m, bm)["unique"] * c * 2
+            total = b["gathers"] + b["weights"] + b["output"]
+            print(f"| {level} | {order} | {bm} | {b['gathers'] / 1e6:.1f} | {b['weights'] / 1e6:.1f} | "
+                  f"{b['output'] / 1e6:.1f} | {total / 1e6:.1f} | {union / 1e6:.1f} | {b['weights2'] / 1e6:.1f} |")
     return 0
 
 
