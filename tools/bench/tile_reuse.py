@@ -103,6 +103,14 @@ def tile_stats(m: np.ndarray, bm: int) -> dict:
             "max_unique": max_unique, "max_windows": max_windows}
 
 
+def tile_presence(m: np.ndarray, bm: int) -> np.ndarray:
+    """[tiles, bm, K] bool: entry present, per tile of bm rows (the last tile padded with absent rows)."""
+    tiles = (len(m) + bm - 1) // bm
+    pad = np.full((tiles * bm, m.shape[1]), -1, dtype=m.dtype)
+    pad[:len(m)] = m
+    return (pad >= 0).reshape(tiles, bm, -1)
+
+
 def mma_stats(m: np.ndarray, bm: int) -> dict:
     """MMA work of a map in 16-row units, summed over tiles of bm rows (bm a multiple of 16):
       present    entries present / 16 (the work if every row's neighbours were packed)
@@ -112,12 +120,9 @@ def mma_stats(m: np.ndarray, bm: int) -> dict:
       dense      every 16-row block at every offset"""
     if bm % 16:
         raise ValueError(f"tile rows {bm}: not a multiple of 16")
-    n = len(m)
-    tiles = (n + bm - 1) // bm
-    pad = np.full((tiles * bm, m.shape[1]), -1, dtype=m.dtype)
-    pad[:n] = m
-    has = pad >= 0
-    per_tile = has.reshape(tiles, bm, -1)
+    per_tile = tile_presence(m, bm)
+    tiles = len(per_tile)
+    has = per_tile.reshape(tiles * bm, -1)
     return {"present": int(has.sum()) / 16,
             "compacted": int(np.ceil(per_tile.sum(axis=1) / 16).sum()),
             "block16": int(has.reshape(-1, 16, has.shape[1]).any(axis=1).sum()),
@@ -132,11 +137,8 @@ def byte_stats(m: np.ndarray, bm: int, cin: int, cout: int) -> dict:
       weights2   the same when two neighbouring tiles share each slice (a cluster of two multicasting it)
       output     the output rows (a fused residual reads as many again)"""
     n, k = m.shape
-    tiles = (n + bm - 1) // bm
-    pad = np.full((tiles * bm, k), -1, dtype=m.dtype)
-    pad[:n] = m
-    active = (pad >= 0).reshape(tiles, bm, k).any(axis=1)
-    if tiles % 2:
+    active = tile_presence(m, bm).any(axis=1)
+    if len(active) % 2:
         active = np.concatenate([active, np.zeros((1, k), dtype=bool)])
     slice_bytes = cin * cout * 2
     return {"gathers": int((m >= 0).sum()) * cin * 2,
