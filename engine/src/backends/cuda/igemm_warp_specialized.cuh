@@ -11,8 +11,8 @@
 //     the slot's "full" mbarrier when its copies have landed (cp.async.mbarrier.arrive.noinc), so
 //     it never waits for its own data, only for free slots: every slot the consumers do not hold
 //     is in flight.
-//   warpgroups 1..C (consumers, 64 rows each): wait "full", issue the step's wgmma, retire the
-//     previous step's wgmma and release its slot ("empty"); after a tile's last step the epilogue
+//   warpgroups 1..C (consumers, 64 rows each): wait "full", issue the step's wgmma, wait for them
+//     and release the slot ("empty"); after a tile's last step the epilogue
 //     (bias, activation, residual, ReLU) runs from the accumulators while the producer already
 //     gathers the next tile.
 //
@@ -40,13 +40,14 @@ struct WsTile {
   static constexpr uint32_t kBSliceBytes = uint32_t(B_STAGE * 2);
   static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * 2;
   static constexpr int RI = BM / 16;  // rows per producer thread: g, g + 16, ..., g + 16 (RI - 1)
-  // then the producer's tile map [kMaxMapK][16][RI], full[STAGES], empty[STAGES], info[STAGES], masks[2][4]
+  // then the producer's tile map [kMaxMapK][16][RI], full[STAGES], empty[STAGES], info[STAGES], masks[2][4],
+  // the block's bias[BN]
   static constexpr size_t kMapOff = kPipeBytes;
   static constexpr size_t kBarOff = kMapOff + size_t(kMaxMapK) * BM * 4;
-  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + 1024;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
-  static_assert(STAGES >= 3, "the consumers hold two slots");
+  static_assert(STAGES >= 3, "at least two steps in flight while the consumers hold one slot");
 };
 
 template <int BM, int BN, int STAGES>
@@ -60,6 +61,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
   uint64_t* empty = full + STAGES;
   int* info = reinterpret_cast<int*>(empty + STAGES);            // 1: the slot's step is its tile's last
   uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
+  float* bias_s = reinterpret_cast<float*>(wmask + 8);           // bias[n0 .. n0 + BN), 0 beyond cout_w
   // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
   int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
 
@@ -77,6 +79,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     }
     mbar_fence_init();
   }
+  // the bias is a weight, not an output of the previous kernel: read before grid_dependency_wait. Kept in
+  // shared memory because the epilogue's global loads would each wait behind the previous column's store.
+  if (tid < BN) bias_s[tid] = n0 + tid < a.cout_w ? a.bias[n0 + tid] : 0.f;
   __syncthreads();
 
   if (warp < 4) {
@@ -173,7 +178,6 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     const int wg = cw >> 2;   // consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile
     grid_dependency_wait();   // the residual and y belong to earlier kernels
     uint32_t s = 0;
-    int held = -1;  // slot whose wgmma may still read it
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       const bool last_tile = tile + gridDim.x >= ntiles;
@@ -199,16 +203,14 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
             wgmma_m64n128k16(acc, da + 2 * kk, db + 2 * kk);
         }
         wg_commit();
-        wg_wait<1>();
-        if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
-        held = int(slot);
+        // the slot is released as soon as its MMAs are done: the producer runs STAGES - 1 steps ahead
+        // (a wgmma group kept in flight across steps would hold a second slot and leave it one step less)
+        wg_wait<0>();
+        if (lane == 0) mbar_arrive(&empty[slot]);
         ++s;
         if (last) break;
       }
-      wg_wait<0>();
       wg_fence_acc(acc);
-      if (lane == 0) mbar_arrive(&empty[held]);
-      held = -1;
       if (last_tile && a.pdl_late) grid_launch_dependents();
 
       // epilogue from the accumulators: rows 16 (warp in group) + lane / 4 (+ 8), two columns per n8 block
@@ -230,8 +232,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
         for (int j = 0; j < BN / 8; ++j) {
           const int col = n0 + j * 8 + (lane & 3) * 2;
           if (col >= a.cout_p) continue;
-          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
-          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+          const float b0 = bias_s[col - n0], b1 = bias_s[col - n0 + 1];
           const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
           const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
           __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output, then the fp16 Add and the ReLU
