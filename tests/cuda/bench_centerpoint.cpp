@@ -4,11 +4,13 @@
 // scripts/gpu_check.sh runs it.
 //
 //   bench_centerpoint [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]
-//                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only]
+//                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only] [--concurrent N[,N...]]
 // A --variant builds one more engine with those CudaOptions fields (autotune=0|1, tile=NAME,
 // tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2,
 // map_kernel=rows|general; docs/cuda_backend.md) and reports its median, per-step profile and
 // bitwise equality with the default engine; --variants-only skips everything after the variants.
+// --concurrent N: N engines, each with the frame bound, forward on N streams at once (frames/s
+// against one engine back to back): what running the frames of a batch side by side would give.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -202,6 +204,7 @@ int main(int argc, char** argv) {
   bool ncu = false;  // one un-captured forward for a profiler (heuristic configs, no autotune launches)
   std::vector<std::string> variants;
   bool variants_only = false;
+  std::vector<int> concurrent;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -213,8 +216,25 @@ int main(int argc, char** argv) {
     else if (a == "--ncu") ncu = true;
     else if (a == "--variant") variants.push_back(next());
     else if (a == "--variants-only") variants_only = true;
+    else if (a == "--concurrent") {
+      const std::string v = next();
+      for (size_t p0 = 0; p0 < v.size();) {
+        size_t p1 = v.find(',', p0);
+        if (p1 == std::string::npos) p1 = v.size();
+        const int k = std::atoi(v.substr(p0, p1 - p0).c_str());
+        if (k < 1 || k > 64) {
+          std::fprintf(stderr, "--concurrent: '%s' holds a count outside 1..64\n", v.c_str());
+          return 2;
+        }
+        concurrent.push_back(k);
+        p0 = p1 + 1;
+      }
+    }
     else {
-      std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick] [--variant F=V,...] "
+                   "[--variants-only] [--concurrent N,...]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -309,6 +329,55 @@ int main(int argc, char** argv) {
     }
     put("workspace_bytes_MB", double(e->workspace_bytes()) / 1e6);
     put("device_memory_delta_MB", double(after - before) / 1e6);
+
+    // ---- engines side by side ------------------------------------------------------------------
+    for (const int n : concurrent) {
+      std::vector<std::unique_ptr<Engine>> es;
+      std::vector<cudaStream_t> sts(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        es.push_back(b.build(cuda_opts(true)));
+        es.back()->set_input(0, frame.features, frame.indices, frame.grid, 1);
+        cudaStreamCreateWithFlags(&sts[size_t(i)], cudaStreamNonBlocking);
+        es.back()->forward(sts[size_t(i)]);  // the first forward tunes and captures
+      }
+      cudaDeviceSynchronize();
+      // every engine gives the default engine's output bits
+      bool same = true;
+      for (const auto& x : es) same = same && to_floats(x->output(0)) == ref;
+      cudaEvent_t start, done;
+      cudaEventCreate(&start);
+      cudaEventCreate(&done);
+      std::vector<cudaEvent_t> ends(static_cast<size_t>(n));
+      for (auto& ev : ends) cudaEventCreate(&ev);
+      const int rounds = std::max(10, runs / n);
+      for (int w = 0; w < 3; ++w)
+        for (int i = 0; i < n; ++i) es[size_t(i)]->forward(sts[size_t(i)]);
+      cudaDeviceSynchronize();
+      cudaEventRecord(start, sts[0]);
+      for (int i = 1; i < n; ++i) cudaStreamWaitEvent(sts[size_t(i)], start, 0);
+      for (int r = 0; r < rounds; ++r)
+        for (int i = 0; i < n; ++i) es[size_t(i)]->forward(sts[size_t(i)]);
+      for (int i = 0; i < n; ++i) {
+        cudaEventRecord(ends[size_t(i)], sts[size_t(i)]);
+        cudaStreamWaitEvent(sts[0], ends[size_t(i)], 0);
+      }
+      cudaEventRecord(done, sts[0]);
+      cudaEventSynchronize(done);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start, done);
+      for (const auto& x : es) x->check_errors();
+      const double per_frame = double(ms) / (double(rounds) * n);
+      std::printf("\n%d engines side by side (%d rounds, a stream each): %.4f ms per frame, %.0f frames/s, outputs %s\n",
+                  n, rounds, per_frame, 1e3 / per_frame, same ? "bitwise equal to the default engine's" : "DIFFER");
+      char key[64];
+      std::snprintf(key, sizeof key, "concurrent_%d_ms_per_frame", n);
+      put(key, per_frame);
+      for (auto& ev : ends) cudaEventDestroy(ev);
+      cudaEventDestroy(start);
+      cudaEventDestroy(done);
+      for (cudaStream_t st : sts) cudaStreamDestroy(st);
+      if (!same) return 1;
+    }
 
     // ---- variants (CudaOptions fields), each against the default engine ---------------------------
     if (!variants.empty()) {
