@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     // map staging: this thread's first entry of a tile is (row0, k0); each next one is 128 entries on
     const int row0 = ptid / K, k0 = ptid - row0 * K, step_row = 128 / K, step_k = 128 - step_row * K;
     const int units = a.cin_p / 8;  // 16-byte units per input row
-    uint32_t s = 0;                 // steps issued by this kernel
+    uint32_t slot = 0, phase = 0;   // ring position of the next step, and its round's parity
+    bool wrapped = false;           // every slot has been filled once: wait until the consumers free it
     int parity = 0;
     bool waited = false;
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -148,8 +149,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
         const int k = __ffs(mask) - 1;
         mask &= mask - 1u;
         for (int c = 0; c < chunks; ++c) {
-          const uint32_t slot = s % STAGES;
-          if (s >= STAGES) mbar_wait(&empty[slot], ((s / STAGES) - 1) & 1u);
+          if (wrapped) mbar_wait(&empty[slot], phase ^ 1u);
           if (ptid == 0) {
             info[slot] = mask == 0u && c + 1 == chunks;
             expect_tx(&full[slot], T::kBSliceBytes);
@@ -158,16 +158,24 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
           }
           // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
           __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
-          const uint4* xc = reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch;
+          // each copy's source: one wide multiply-add of the 32-bit row offset onto a 64-bit base (the
+          // producer's instructions per step set the pace of the ring)
+          const uint64_t xc = reinterpret_cast<uint64_t>(reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch);
           int e[T::RI];
 #pragma unroll
           for (int i = 0; i < T::RI; i += 4)
             *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
 #pragma unroll
           for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
-            ptx::cp_async16_zfill(dA + i * 16 * T::BK, xc + (e[i] >= 0 ? e[i] : 0), e[i] >= 0 ? 16u : 0u);
+            ptx::cp_async16_zfill(dA + i * 16 * T::BK,
+                                  reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
+                                  e[i] >= 0 ? 16u : 0u);
           cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
-          ++s;
+          if (++slot == STAGES) {
+            slot = 0;
+            phase ^= 1u;
+            wrapped = true;
+          }
         }
       }
     }
@@ -177,7 +185,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     const int cw = warp - 4;  // consumer warp 0 .. 4C-1
     const int wg = cw >> 2;   // consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile
     grid_dependency_wait();   // the residual and y belong to earlier kernels
-    uint32_t s = 0;
+    uint32_t slot = 0, phase = 0;
+    // the stages' descriptors differ only in the start address field (shared memory below 256 KiB)
+    const uint64_t da0 = wg_desc(sA + wg * 64 * T::BK), db0 = wg_desc(sB);
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       const bool last_tile = tile + gridDim.x >= ntiles;
@@ -187,13 +197,12 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[j][q] = 0.f;
       for (;;) {
-        const uint32_t slot = s % STAGES;
-        mbar_wait(&full[slot], (s / STAGES) & 1u);
+        mbar_wait(&full[slot], phase);
         const bool last = info[slot] != 0;
         // the gathers are cp.async writes (generic proxy) and wgmma reads through the async proxy:
         // order what the acquire on "full" made visible before the MMAs read it
         fence_proxy_async();
-        const uint64_t da = wg_desc(sA + slot * T::A_STAGE + wg * 64 * T::BK), db = wg_desc(sB + slot * T::B_STAGE);
+        const uint64_t da = da0 + slot * uint32_t(T::A_STAGE * 2 / 16), db = db0 + slot * uint32_t(T::B_STAGE * 2 / 16);
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < T::BK / 16; ++kk) {
@@ -207,7 +216,10 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
         // (a wgmma group kept in flight across steps would hold a second slot and leave it one step less)
         wg_wait<0>();
         if (lane == 0) mbar_arrive(&empty[slot]);
-        ++s;
+        if (++slot == STAGES) {
+          slot = 0;
+          phase ^= 1u;
+        }
         if (last) break;
       }
       wg_fence_acc(acc);
