@@ -221,12 +221,14 @@ int main(int argc, char** argv) {
       for (size_t p0 = 0; p0 < v.size();) {
         size_t p1 = v.find(',', p0);
         if (p1 == std::string::npos) p1 = v.size();
-        const int k = std::atoi(v.substr(p0, p1 - p0).c_str());
-        if (k < 1 || k > 64) {
-          std::fprintf(stderr, "--concurrent: '%s' holds a count outside 1..64\n", v.c_str());
+        const std::string item = v.substr(p0, p1 - p0);
+        char* end = nullptr;
+        const long k = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || k < 1 || k > 64) {
+          std::fprintf(stderr, "--concurrent: '%s' in '%s' is not a count in 1..64\n", item.c_str(), v.c_str());
           return 2;
         }
-        concurrent.push_back(k);
+        concurrent.push_back(int(k));
         p0 = p1 + 1;
       }
     }
