@@ -208,14 +208,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--data") data = next();
-    else if (a == "--runs") runs = std::atoi(next().c_str());
-    else if (a == "--warmup") warmup = std::atoi(next().c_str());
-    else if (a == "--csv") csv_dir = next();
-    else if (a == "--quick") quick = true;
-    else if (a == "--ncu") ncu = true;
-    else if (a == "--variant") variants.push_back(next());
-    else if (a == "--variants-only") variants_only = true;
+    if (a == "--data")
+      data = next();
+    else if (a == "--runs")
+      runs = std::atoi(next().c_str());
+    else if (a == "--warmup")
+      warmup = std::atoi(next().c_str());
+    else if (a == "--csv")
+      csv_dir = next();
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--ncu")
+      ncu = true;
+    else if (a == "--variant")
+      variants.push_back(next());
+    else if (a == "--variants-only")
+      variants_only = true;
     else if (a == "--concurrent") {
       const std::string v = next();
       for (size_t p0 = 0; p0 < v.size();) {
@@ -231,8 +239,7 @@ int main(int argc, char** argv) {
         concurrent.push_back(int(k));
         p0 = p1 + 1;
       }
-    }
-    else {
+    } else {
       std::fprintf(stderr,
                    "usage: %s [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick] [--variant F=V,...] "
                    "[--variants-only] [--concurrent N,...]\n",
@@ -298,9 +305,10 @@ int main(int argc, char** argv) {
     e->check_errors();
     cudaDeviceSynchronize();
     const size_t after = used_device_bytes();
-    std::printf("device memory (cudaMemGetInfo, MB above the start): after build %.1f, after set_input (arena, "
-                "autotune) %.1f, after the first forward (graph) %.1f\n",
-                double(after_build - before) / 1e6, double(after_input - before) / 1e6, double(after - before) / 1e6);
+    std::printf(
+        "device memory (cudaMemGetInfo, MB above the start): after build %.1f, after set_input (arena, "
+        "autotune) %.1f, after the first forward (graph) %.1f\n",
+        double(after_build - before) / 1e6, double(after_input - before) / 1e6, double(after - before) / 1e6);
     const std::vector<float> ref = to_floats(e->output(0));
     const Stats g = stats(e->time_forward(warmup, runs));
     std::printf("\nCenterPoint, FP16, implicit GEMM, CUDA graph (%d runs after %d warm-up, each run timed alone):\n",
@@ -369,8 +377,9 @@ int main(int argc, char** argv) {
       cudaEventElapsedTime(&ms, start, done);
       for (const auto& x : es) x->check_errors();
       const double per_frame = double(ms) / (double(rounds) * n);
-      std::printf("\n%d engines side by side (%d rounds, a stream each): %.4f ms per frame, %.0f frames/s, outputs %s\n",
-                  n, rounds, per_frame, 1e3 / per_frame, same ? "bitwise equal to the default engine's" : "DIFFER");
+      std::printf(
+          "\n%d engines side by side (%d rounds, a stream each): %.4f ms per frame, %.0f frames/s, outputs %s\n", n,
+          rounds, per_frame, 1e3 / per_frame, same ? "bitwise equal to the default engine's" : "DIFFER");
       char key[64];
       std::snprintf(key, sizeof key, "concurrent_%d_ms_per_frame", n);
       put(key, per_frame);
@@ -421,18 +430,21 @@ int main(int argc, char** argv) {
           const auto t = en.time_forward(3, std::max(1, runs / rounds));
           v.ms.insert(v.ms.end(), t.begin(), t.end());
         }
-      std::printf("\nvariants, timed round-robin (%d rounds x %d graph runs each; profile = median of 5 "
-                  "un-captured forwards):\n", rounds, std::max(1, runs / rounds));
+      std::printf(
+          "\nvariants, timed round-robin (%d rounds x %d graph runs each; profile = median of 5 "
+          "un-captured forwards):\n",
+          rounds, std::max(1, runs / rounds));
       for (auto& v : vs) {
         Engine& en = v.engine ? *v.engine : *e;
         const Stats s = stats(v.ms);
         const auto prof = profile_median(en, 5);
         double convs = 0, other = 0;
         for (const auto& l : prof) (l.op == "SparseConvolution" ? convs : other) += l.ms;
-        std::printf("  %-44s median %.4f ms  p99 %.4f  convs %.4f  other steps %.4f  bitwise %s  workspace %.1f MB"
-                    "  delta %.1f MB\n",
-                    v.name.c_str(), s.median, s.p99, convs, other, v.same ? "equal" : "DIFFERENT",
-                    double(en.workspace_bytes()) / 1e6, v.delta_mb);
+        std::printf(
+            "  %-44s median %.4f ms  p99 %.4f  convs %.4f  other steps %.4f  bitwise %s  workspace %.1f MB"
+            "  delta %.1f MB\n",
+            v.name.c_str(), s.median, s.p99, convs, other, v.same ? "equal" : "DIFFERENT",
+            double(en.workspace_bytes()) / 1e6, v.delta_mb);
         for (const auto& l : prof)
           std::printf("      %-10s %-18s %-52s %.4f\n", l.node.c_str(), l.op.c_str(), l.algorithm.c_str(), l.ms);
       }
@@ -497,7 +509,8 @@ int main(int argc, char** argv) {
       put((k + "_rel_l2_vs_default").c_str(), rel_l2(to_floats(es->output(0)), ref));
       const auto p = es->profile_layers();
       for (const auto& l : p)
-        if (l.op == "SparseConvolution") std::printf("    %-8s %-44s %.4f ms\n", l.node.c_str(), l.algorithm.c_str(), l.ms);
+        if (l.op == "SparseConvolution")
+          std::printf("    %-8s %-44s %.4f ms\n", l.node.c_str(), l.algorithm.c_str(), l.ms);
     }
 
     // ---- no graph -----------------------------------------------------------------------------
@@ -543,7 +556,7 @@ int main(int argc, char** argv) {
         std::printf("  %-8s", n.c_str());
         if (cf) std::fprintf(cf, "%s", n.c_str());
         for (const std::string& cs : cfgs) {
-        const char* c = cs.c_str();
+          const char* c = cs.c_str();
           const auto it = t[n].find(c);
           if (it == t[n].end()) {
             std::printf(" %11s", "-");
@@ -571,7 +584,8 @@ int main(int argc, char** argv) {
 #endif
       );
       const std::vector<int64_t> counts =
-          quick ? std::vector<int64_t>{20000, 80000} : std::vector<int64_t>{10000, 20000, 40000, 80000, 120000, 160000, 200000};
+          quick ? std::vector<int64_t>{20000, 80000}
+                : std::vector<int64_t>{10000, 20000, 40000, 80000, 120000, 160000, 200000};
       for (int64_t n : counts) {
         Input in;
         try {
@@ -589,8 +603,8 @@ int main(int argc, char** argv) {
           std::printf("  %8lld voxels: %s\n", static_cast<long long>(in.features.dim(0)), ex.what());
           continue;
         }
-        std::printf("  %8lld voxels: median %.4f ms, p99 %.4f ms\n", static_cast<long long>(in.features.dim(0)), s.median,
-                    s.p99);
+        std::printf("  %8lld voxels: median %.4f ms, p99 %.4f ms\n", static_cast<long long>(in.features.dim(0)),
+                    s.median, s.p99);
         if (sf) std::fprintf(sf, "%lld,%.6f,%.6f\n", static_cast<long long>(in.features.dim(0)), s.median, s.p99);
       }
       if (sf) std::fclose(sf);
