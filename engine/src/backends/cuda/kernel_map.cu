@@ -57,25 +57,29 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 // entries as map_kernel<M> (the same test per candidate: in the grid, bit set, rank below cap).
 //   Subm:    rows = look = the set, candidate c + (r - k/2) * d
 //   Strided: rows = the output set, look = the input set, candidate c * st - p + r * d
-template <MapMode M>
+// KS: the kernel size of every axis when known at compile time (3: the 3x3x3 convs, whose divisions
+// by the kernel rows then compile to multiplications; the kernel is bound by its integer arithmetic),
+// 0 = read from g.
+template <MapMode M, int KS>
 __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
   static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
-  const int K = g.K();
-  const int P = g.k0 * g.k1;
+  const int k0 = KS ? KS : g.k0, k1 = KS ? KS : g.k1, k2 = KS ? KS : g.k2;
+  const int K = k0 * k1 * k2;
+  const int P = k0 * k1;
   const int64_t total = rows_of(rows.count, rows.cap) * P;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = t / P;
     const int q = int(t - o * P);
-    const int r0 = q / g.k1, r1 = q - r0 * g.k1;
+    const int r0 = q / k1, r1 = q - r0 * k1;
     const int4 c = rows.coords[o];
-    const int i0 = M == MapMode::Subm ? c.y + (r0 - g.k0 / 2) * g.d0 : c.y * g.st0 - g.p0 + r0 * g.d0;
-    const int i1 = M == MapMode::Subm ? c.z + (r1 - g.k1 / 2) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
-    int32_t* dst = out_in + o * K + q * g.k2;
+    const int i0 = M == MapMode::Subm ? c.y + (r0 - k0 / 2) * g.d0 : c.y * g.st0 - g.p0 + r0 * g.d0;
+    const int i1 = M == MapMode::Subm ? c.z + (r1 - k1 / 2) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
+    int32_t* dst = out_in + o * K + q * k2;
     int64_t cur = -1;  // bitmap word held in `word`, and its rank base (-1: not loaded yet)
     uint64_t word = 0;
     int64_t base = -1;
-    for (int r2 = 0; r2 < g.k2; ++r2) {
-      const int i2 = M == MapMode::Subm ? c.w + (r2 - g.k2 / 2) * g.d2 : c.w * g.st2 - g.p2 + r2 * g.d2;
+    for (int r2 = 0; r2 < k2; ++r2) {
+      const int i2 = M == MapMode::Subm ? c.w + (r2 - k2 / 2) * g.d2 : c.w * g.st2 - g.p2 + r2 * g.d2;
       int32_t v = -1;
       if (site_in_grid(s, c.x, i0, i1, i2)) {
         const int64_t key = site_key(s, c.x, i0, i1, i2);
@@ -101,11 +105,16 @@ int map_grid(int64_t cap, int sm) {
   return int(need < 1 ? 1 : (need < most ? need : most));
 }
 
+bool cube3(const MapGeom& g) { return g.k0 == 3 && g.k1 == 3 && g.k2 == 3; }
+
 }  // namespace
 
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st) {
-  if (kind == MapKernel::Rows)
-    rows_map_kernel<MapMode::Subm><<<grid_for(s.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(s, s, g, out_in);
+  const int grid = grid_for(s.cap * g.k0 * g.k1, 256, sm, 16);
+  if (kind == MapKernel::Rows && cube3(g))
+    rows_map_kernel<MapMode::Subm, 3><<<grid, 256, 0, st>>>(s, s, g, out_in);
+  else if (kind == MapKernel::Rows)
+    rows_map_kernel<MapMode::Subm, 0><<<grid, 256, 0, st>>>(s, s, g, out_in);
   else
     map_kernel<MapMode::Subm><<<map_grid(s.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(s, s, g, out_in);
   SCN_CUDA_LAUNCHED();
@@ -113,9 +122,11 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, in
 
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm,
                         cudaStream_t st) {
-  if (kind == MapKernel::Rows)
-    rows_map_kernel<MapMode::Strided>
-        <<<grid_for(out.cap * g.k0 * g.k1, 256, sm, 16), 256, 0, st>>>(out, in, g, out_in);
+  const int grid = grid_for(out.cap * g.k0 * g.k1, 256, sm, 16);
+  if (kind == MapKernel::Rows && cube3(g))
+    rows_map_kernel<MapMode::Strided, 3><<<grid, 256, 0, st>>>(out, in, g, out_in);
+  else if (kind == MapKernel::Rows)
+    rows_map_kernel<MapMode::Strided, 0><<<grid, 256, 0, st>>>(out, in, g, out_in);
   else
     map_kernel<MapMode::Strided><<<map_grid(out.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(out, in, g, out_in);
   SCN_CUDA_LAUNCHED();
