@@ -94,10 +94,9 @@ void check_sparse_indices(const Tensor& idx, const Int3& grid, int batch_size, c
   }
 }
 
-void check_sparse_input(const Tensor& f, const Tensor& idx, const Int3& grid, int batch_size, int32_t channels,
-                        const std::string& input_name, const InputLabels& l) {
-  check_sparse_input_shapes(f, idx, grid, batch_size, channels, input_name, l);
-  SCN_CHECK(f.device() == Device::Host && idx.device() == Device::Host, "check_sparse_input needs host tensors");
+void check_sparse_input_values(const Tensor& f, const Tensor& idx, const Int3& grid, int batch_size,
+                               const std::string& input_name, const InputLabels& l) {
+  SCN_CHECK(f.device() == Device::Host && idx.device() == Device::Host, "check_sparse_input_values needs host tensors");
   const std::string in = "input '" + input_name + "'";
   check_sparse_indices(idx, grid, batch_size, in, l.indices);
   const int64_t ne = f.numel();

@@ -192,7 +192,7 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
     exec_valid_ = false;  // the captured graph holds the old staging address
   }
   if (features.device() == Device::Host) {
-    check_sparse_input(features, indices, grid, batch_size, in.channels, name, labels);
+    check_sparse_input_values(features, indices, grid, batch_size, name, labels);  // shapes: checked above
     if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
     const size_t fb = size_t(n) * size_t(in.channels) * (fp32 ? 4 : 2);
     const size_t ib = size_t(n) * 16;
