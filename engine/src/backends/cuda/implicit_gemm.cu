@@ -41,6 +41,16 @@ std::vector<Instance>& instances() {
   return v;
 }
 
+/// The launch attribute of a split tile: clusters of `split` CTAs along z (the offsets they share).
+cudaLaunchAttribute split_cluster(int split) {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = unsigned(split);
+  return a;
+}
+
 }  // namespace
 
 int igemm_num_configs() { return int(instances().size()); }
@@ -129,11 +139,7 @@ void igemm_init() {
       lc.gridDim = dim3(1, 1, unsigned(in.cfg.split));
       lc.blockDim = dim3(unsigned(in.threads));
       lc.dynamicSmemBytes = in.smem;
-      cudaLaunchAttribute cl{};
-      cl.id = cudaLaunchAttributeClusterDimension;
-      cl.val.clusterDim.x = 1;
-      cl.val.clusterDim.y = 1;
-      cl.val.clusterDim.z = unsigned(in.cfg.split);
+      cudaLaunchAttribute cl = split_cluster(in.cfg.split);
       lc.attrs = &cl;
       lc.numAttrs = 1;
       SCN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&in.max_clusters, reinterpret_cast<const void*>(in.kernel), &lc));
@@ -162,13 +168,7 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool
     cfg.stream = st;
     cudaLaunchAttribute attr[2];
     unsigned na = 0;
-    if (split > 1) {
-      attr[na].id = cudaLaunchAttributeClusterDimension;
-      attr[na].val.clusterDim.x = 1;
-      attr[na].val.clusterDim.y = 1;
-      attr[na].val.clusterDim.z = unsigned(split);
-      ++na;
-    }
+    if (split > 1) attr[na++] = split_cluster(split);
     if (pdl) {
       attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[na].val.programmaticStreamSerializationAllowed = 1;
