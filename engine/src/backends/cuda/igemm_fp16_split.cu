@@ -10,7 +10,6 @@ void add_instances_fp16_split(std::vector<Instance>& v) {
   v.push_back(make_instance<128, 64, 64, 2, 2, 3, true, 1, 1, 2>());
   v.push_back(make_instance<128, 32, 32, 4, 1, 3, false, 1, 1, 2>());
   v.push_back(make_instance<128, 16, 16, 4, 1, 4, false, 1, 1, 2>());
-  v.push_back(make_instance<64, 128, 64, 2, 2, 3, true, 1, 1, 4>());
   v.push_back(make_instance<64, 128, 64, 2, 2, 3, true, 1, 1, 8>());
   v.push_back(make_instance<128, 64, 64, 2, 2, 3, true, 1, 1, 8>());
 }
