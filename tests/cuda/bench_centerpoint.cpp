@@ -6,7 +6,7 @@
 //   bench_centerpoint [--data DIR] [--runs N] [--warmup N] [--csv DIR] [--quick]
 //                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only] [--concurrent N[,N...]]
 // A --variant builds one more engine with those CudaOptions fields (autotune=0|1, tile=NAME,
-// tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2|8,
+// tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2,
 // map_kernel=rows|general; docs/cuda_backend.md) and reports its median, per-step profile and
 // bitwise equality with the default engine; --variants-only skips everything after the variants.
 // --concurrent N: N engines, each with the frame bound, forward on N streams at once (frames/s

@@ -145,12 +145,11 @@ TEST(CudaBackend, EveryTileConfigMatches) {
 // The wgmma tiles (sm_90a, "wg", and the warp-specialised "wgws") against an mma.sync tile of the
 // same summation order: the output must be bitwise equal (both sum 16-channel blocks in
 // offset-then-channel order into float32), so the autotuner may pick either without changing a
-// result. The same within the split-K classes of two ("x2": the mma.sync and wgmma split tiles against
-// the mma.sync split tile) and eight ("x8": the resident-weights tiles, "rw", too). 64, 128 and 256
-// input channels (one to four chunks per offset), a partial last N tile (96 outputs), a strided conv, a
-// 3x1x1 kernel (K = 3: in a split, one CTA has a single offset, and in eight, five CTAs have none), and
-// a frame with several tiles per resident block (the persistent loops, the warp-specialised ring and
-// the resident tiles' exchange across tiles).
+// result. The same within the split-K class of two ("x2": the mma.sync and wgmma split tiles against
+// the mma.sync split tile). 64, 128 and 256 input channels (one to four chunks per offset), a partial
+// last N tile (96 outputs), a strided conv, a 3x1x1 kernel (K = 3: in a split, one CTA has a single
+// offset), and a frame with several tiles per resident block (the persistent loops and the
+// warp-specialised ring across tiles).
 TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
   auto ends_with = [](const std::string& c, const char* t) {
@@ -161,22 +160,17 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
     const char* reference;
     std::vector<std::string> tiles;
   };
-  Group unsplit{"m64n64k64s2t", {}}, split{"m64n128k64s3tx2", {}}, split8{"m64n128k64s3tx8", {}};
+  Group unsplit{"m64n64k64s2t", {}}, split{"m64n128k64s3tx2", {}};
   for (const std::string& c : cuda_tile_configs()) {
-    const bool wgmma = ends_with(c, "wg") || ends_with(c, "wgws") || ends_with(c, "wgwsrw");
+    const bool wgmma = ends_with(c, "wg") || ends_with(c, "wgws");
     if (c.find("x2") != std::string::npos) {
       if (c != split.reference) split.tiles.push_back(c);
-    } else if (c.find("x8") != std::string::npos) {
-      if (c != split8.reference) split8.tiles.push_back(c);
     } else if (wgmma) {
       unsplit.tiles.push_back(c);
     }
   }
   if (unsplit.tiles.empty()) GTEST_SKIP() << "no wgmma tiles on this GPU / build (they need compute capability 9.0)";
   EXPECT_FALSE(split.tiles.empty()) << "the split class has wgmma tiles besides its mma.sync reference";
-  size_t resident = 0;
-  for (const std::string& c : split8.tiles) resident += ends_with(c, "rw");
-  EXPECT_GE(resident, 2u) << "the split class of eight has resident-weights tiles";
   const Int3 g{20, 30, 30}, k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
   const std::vector<ConvCase> cases = {
       {64, 96, k3, one, one, one, true, Activation::ReLU, 1, 3000, g, "subm64"},
@@ -189,7 +183,7 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   for (const ConvCase& cc : cases) {
     const SparseInput in = random_input(cc.n, cc.cin, cc.grid, cc.batch, 131);
     const EngineBuilder b = single_conv(cc, 132);
-    for (const Group& group : {unsplit, split, split8}) {
+    for (const Group& group : {unsplit, split}) {
       std::vector<uint8_t> ref;
       {
         auto e = b.build(with_tile(cuda_options(), group.reference));
@@ -202,7 +196,6 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
         const int bk = std::atoi(cfg.c_str() + cfg.find('k') + 1);
         if (cc.cin % bk != 0) continue;                                     // 128 channels per step
         if (cfg.find("tg") != std::string::npos && cc.cin != bk) continue;  // G > 1: one channel chunk only
-        if (ends_with(cfg, "rw") && cc.cin > 128) continue;                 // resident weights: <= 128 inputs
         SCOPED_TRACE(cc.name + " " + cfg);
         auto e = b.build(with_tile(cuda_options(), cfg));
         const RunResult r = run(*e, {in});
@@ -373,9 +366,8 @@ TEST(CudaBackend, Deterministic) {
     EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "the general map kernel differs";
   }
   // split-K over kernel offsets (clusters): a different summation order, but one per class (by
-  // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 2 / 8 = every deep
-  // layer in two / eight, the latter with the resident-weights tiles among the tuner's candidates)
-  for (int classes : {1, 2, 8}) {
+  // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 2 = every deep layer)
+  for (int classes : {1, 2}) {
     BuildOptions o = cuda_options(true);
     o.cuda.split = classes;
     auto s1 = b.build(o);

@@ -39,7 +39,7 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o.cuda.map_lookahead = -1;
   expect_error_naming(o, "BuildOptions.cuda.map_lookahead");
   o = {};
-  o.cuda.split = 4;  // only 0, 1, 2 and 8
+  o.cuda.split = 4;  // retired: only 0, 1, 2
   expect_error_naming(o, "BuildOptions.cuda.split");
   o = {};
   o.cuda.offset_groups = 3;

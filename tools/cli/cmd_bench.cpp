@@ -58,9 +58,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   add_offset_groups_option(c, a.offset_groups);
   c->add_option("--split", a.split,
                 "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape, 1 = unsplit, "
-                "2 = split in two, 8 = split in eight (resident-weights tiles)")
+                "2 = split in two")
       ->capture_default_str()
-      ->check(CLI::IsMember({0, 1, 2, 8}));
+      ->check(CLI::Range(0, 2));
   c->add_option("--tune-skip", a.tune_skip, "CUDA: tile names (or shapes) the autotuner leaves out, comma-separated")
       ->delimiter(',');
   c->add_option("--tuning-cache", a.tuning_cache,

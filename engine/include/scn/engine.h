@@ -50,8 +50,7 @@ struct CudaOptions {
   bool stream_priorities = true;       ///< convs' graph nodes above the map stream's
   CudaProgrammaticLaunch programmatic_launch = CudaProgrammaticLaunch::LastEpilogue;
   /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
-  /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two, 8 = split
-  /// in eight (the class of the resident-weights tiles: each CTA keeps its offsets' weights in shared memory).
+  /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
   int split = 0;
   /// Offset groups of the 16- and 32-channel 3x3x3 fp16 convs (cin = cout), which fixes their
   /// summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two offset

@@ -26,8 +26,6 @@ void add_instances_fp16_wgmma(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 3, true, 1, 1, 2, kF16, true>());
-  // split class 8 (the resident-weights tiles' class)
-  v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 8, kF16, true>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 2, true, 1, 1, 1, kF16, true>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 3, true, 1, 1, 1, kF16, true>());
 }

@@ -29,7 +29,6 @@ std::vector<Instance>& instances() {
 #if SCN_CUDA_WGMMA
     igemm::add_instances_fp16_wgmma(all);
     igemm::add_instances_fp16_wgmma_ws(all);
-    igemm::add_instances_fp16_wgmma_rw(all);
 #endif
     // names derived from the fields, kept alive with the registry (IgemmConfig::name points into it)
     static std::deque<std::string> names;
@@ -61,8 +60,7 @@ const IgemmConfig& igemm_config(int id) { return instances().at(size_t(id)).cfg;
 bool igemm_config_fits(int id, int cin_p, int cc_major, int K, int mode) {
   const IgemmConfig& c = igemm_config(id);
   return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
-         (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9) &&
-         (!c.ws || K <= igemm::kMaxMapK) && (!c.resident_weights || igemm::rw_fits(cin_p, K, c.split));
+         (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9) && (!c.ws || K <= igemm::kMaxMapK);
 }
 
 int igemm_find_config(const char* name) {

@@ -35,14 +35,6 @@ namespace scn::cuda {
 namespace igemm {
 
 inline constexpr int kMaxMapK = 32;  // kernels with K <= 32 stage the map in shared memory and skip offsets
-/// Weight slices (BN rows x 64 input channels) a CTA of a resident-weights tile keeps in shared memory
-/// (igemm_resident_weights.cuh): its offsets x the input channels' 64-channel chunks.
-inline constexpr int kResidentSlices = 8;
-/// True when a conv with `cin_p` input channels and K offsets keeps its weights resident in a cluster of
-/// `split` CTAs: every CTA's slices fit, and its map entries fit the producer's map.
-inline bool rw_fits(int cin_p, int K, int split) {
-  return K <= kMaxMapK && cin_p % 64 == 0 && ((K + split - 1) / split) * (cin_p / 64) <= kResidentSlices;
-}
 
 using ptx::cp_async16;
 using ptx::cp_async4;
@@ -191,51 +183,18 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 #endif
   return r;
 }
-/// The address of `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ uint32_t peer_addr(const void* p, uint32_t rank) {
-  uint32_t addr = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
-#endif
-  return addr;
-}
 /// Four floats at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
 __device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t addr;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(peer_addr(p, rank))
+               : "r"(addr)
                : "memory");
 #endif
   return v;
-}
-/// Orders this thread's earlier memory operations (here or in a peer's shared memory) before its
-/// later ones at cluster scope.
-__device__ __forceinline__ void fence_cluster() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
-#endif
-}
-/// Arrives on the mbarrier `bar` of cluster CTA `rank` with release semantics at cluster scope.
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t* bar, uint32_t rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(peer_addr(bar, rank)) : "memory");
-#endif
-}
-/// mbar_wait with acquire semantics at cluster scope (the arrivals came from other CTAs).
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t phase) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(phase)
-      : "memory");
-#endif
 }
 
 // ---- wgmma (sm_90a only: igemm_instances_wg.cu is compiled for that target alone) -------------
@@ -928,7 +887,6 @@ void add_instances_int8_fp16_operands(std::vector<Instance>& v);  // kF16Q (INT8
 void add_instances_int8(std::vector<Instance>& v);                // kI8
 void add_instances_fp16_wgmma(std::vector<Instance>& v);          // wgmma (sm_90a object, only when built for sm_90)
 void add_instances_fp16_wgmma_ws(std::vector<Instance>& v);       // warp-specialised wgmma (same object)
-void add_instances_fp16_wgmma_rw(std::vector<Instance>& v);       // resident weights, split in a cluster (same object)
 
 }  // namespace igemm
 }  // namespace scn::cuda

@@ -38,9 +38,6 @@ constexpr bool T = true, F = false;
 // clang-format off
 constexpr Preference kPreferences[] = {
     //  split width cin   bm   bn   bk  st  tma warps g  r  x  wgmma
-    {8, 128, 0, {64, 128, 64, 2, T, 4, 1, 1, 8, T}},
-    {8, 128, 0, {64, 128, 64, 3, T, 4, 1, 1, 8, F}},
-    {8, 64, 0, {128, 64, 64, 3, T, 4, 1, 1, 8, F}},
     {2, 128, 0, {64, 128, 64, 2, T, 4, 1, 1, 2, T}},
     {2, 128, 0, {64, 128, 64, 3, T, 4, 1, 1, 2, F}},
     {2, 64, 0, {128, 64, 64, 3, T, 4, 1, 1, 2, F}},
