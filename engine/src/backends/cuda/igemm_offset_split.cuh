@@ -5,14 +5,9 @@
 //   block:  all K x COUT x CIN weights -> shared memory once (persistent grid), one barrier in all
 //   team:   P warps sharing a slab of WR rows; warp g of the team sums the offsets k with k % P == g
 //   warp:   map entries of its rows for its offsets -> registers (independent loads, one round trip);
-//           then its own STAGES-deep cp.async pipeline over those offsets: gather -> __syncwarp ->
-//           ldmatrix -> mma.sync; an offset no row of the slab uses, or a 16-row block without a
-//           neighbour, issues no MMA
-//   gather: only the rows with a neighbour at the offset, listed first (a warp instruction copies 32
-//           chunks of listed rows); the A fragments of the other rows are read from a zero row of the
-//           block. Why: the per-thread cp.async rate of an SM, not bytes, bounds these convs, and a
-//           zero-fill copy costs as much as a real one (docs/benchmarks.md, session 15); most rows
-//           have no neighbour at a given offset (73 % at CenterPoint's level 0, 48 % at level 1).
+//           then its own STAGES-deep cp.async pipeline over those offsets: gather (zero-fill for rows
+//           without a neighbour, no memory request) -> __syncwarp -> ldmatrix -> mma.sync; an offset
+//           no row of the slab uses, or a 16-row block without a neighbour, issues no MMA
 //   end:    P == 1: the warp's epilogue; P > 1: partial sums -> shared memory, a named barrier of the
 //           team, each warp reduces a slice of the rows in the fixed order g = 0, 1, .., P-1
 //
@@ -32,6 +27,7 @@ namespace scn::cuda {
 namespace osplit {
 
 using ptx::cp_async16;
+using ptx::cp_async16_zfill;
 using ptx::ldmatrix_x4;
 using ptx::mma_16816;
 using ptx::named_barrier_sync;
@@ -67,10 +63,7 @@ struct Cfg {
   static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
   static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
-  // then per warp the list of rows to gather (local row, input row: 2 x WR ints), then the zero row
-  static constexpr size_t kListOff = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
-  static constexpr size_t kZeroOff = kListOff + size_t(WARPS) * 2 * WR * 4;
-  static constexpr size_t kSmem = kZeroOff + size_t(CIN) * 2;
+  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
 };
 
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
@@ -81,10 +74,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int team = warp / P, g = warp % P;
   __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
-  int* list_row = reinterpret_cast<int*>(smem + C::kListOff) + warp * 2 * WR;  // local rows to gather
-  int* list_src = list_row + WR;                                                 // and their input rows
-  const __half* zero_row = reinterpret_cast<const __half*>(smem + C::kZeroOff);  // A of rows without a neighbour
-  if (tid < C::CPR) reinterpret_cast<uint4*>(smem + C::kZeroOff)[tid] = make_uint4(0u, 0u, 0u, 0u);
 
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -132,28 +121,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     // still run. Its own griddepcontrol.wait still waits for this grid to complete.
     if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
 
-    // gather of the group's j-th offset into stage slot s: the rows with a neighbour are listed in order
-    // (rank by ballot), then each lane copies chunks i = lane, lane + 32, .. of the listed rows; rows
-    // without a neighbour get nothing (the MMA reads them from the zero row)
+    // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
     auto issue = [&](int j, int s) {
       __half* dst = sS + s * C::STAGE;
-      __syncwarp();  // every lane has read the previous offset's list
-      int listed = 0;
 #pragma unroll
-      for (int h = 0; h < C::RH; ++h) {
-        const uint32_t has = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
-        if (mp[h][j] >= 0) {
-          const int q = listed + __popc(has & ((1u << lane) - 1u));
-          list_row[q] = lane + 32 * h;
-          list_src[q] = mp[h][j];
-        }
-        listed += __popc(has);
-      }
-      __syncwarp();
-      for (int i = lane; i < listed * C::CPR; i += 32) {
-        const int q = i / C::CPR, c = i % C::CPR;
-        const int rl = list_row[q];
-        cp_async16(dst + rl * CIN + swz<CIN>(rl, c), x + int64_t(list_src[q]) * CIN + c * 8);
+      for (int it = 0; it < WR * C::CPR / 32; ++it) {
+        const int h = it / C::CPR;                                              // map registers of rows 32h..
+        const int rl = h * 32 + (it % C::CPR) * (32 / C::CPR) + lane / C::CPR;  // local row
+        const int c = lane % C::CPR;
+        const int src_row = __shfl_sync(0xffffffffu, mp[h][j], rl % 32);
+        const __half* src = src_row >= 0 ? x + int64_t(src_row) * CIN + c * 8 : x;
+        cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
       }
     };
 
@@ -206,10 +184,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         for (int i = 0; i < C::MT; ++i) {
           if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
           const int row = i * 16 + (lane & 15);
-          const bool gathered = (has[i / 2] >> (row % 32)) & 1u;
           uint32_t af[4];
-          ldmatrix_x4(af, gathered ? tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4))
-                                   : zero_row + (kk * 2 + (lane >> 4)) * 8);
+          ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
 #pragma unroll
           for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }
