@@ -63,8 +63,7 @@ struct Cfg {
   static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
   static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
-  static constexpr size_t kZeroOff = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;  // the zero row
-  static constexpr size_t kSmem = kZeroOff + size_t(CIN) * 2;
+  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
 };
 
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
@@ -75,8 +74,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int team = warp / P, g = warp % P;
   __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
-  const __half* zero_row = reinterpret_cast<const __half*>(smem + C::kZeroOff);  // A of rows without a neighbour
-  if (tid < C::CPR) reinterpret_cast<uint4*>(smem + C::kZeroOff)[tid] = make_uint4(0u, 0u, 0u, 0u);
 
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -133,7 +130,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         const int rl = h * 32 + (it % C::CPR) * (32 / C::CPR) + lane / C::CPR;  // local row
         const int c = lane % C::CPR;
         const int src_row = __shfl_sync(0xffffffffu, mp[h][j], rl % 32);
-        if (src_row >= 0) cp_async16(dst + rl * CIN + swz<CIN>(rl, c), x + int64_t(src_row) * CIN + c * 8);
+        const __half* src = src_row >= 0 ? x + int64_t(src_row) * CIN + c * 8 : x;
+        cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
       }
     };
 
@@ -186,10 +184,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         for (int i = 0; i < C::MT; ++i) {
           if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
           const int row = i * 16 + (lane & 15);
-          const bool gathered = (has[i / 2] >> (row % 32)) & 1u;
           uint32_t af[4];
-          ldmatrix_x4(af, gathered ? tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4))
-                                   : zero_row + (kk * 2 + (lane >> 4)) * 8);
+          ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
 #pragma unroll
           for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }
