@@ -66,9 +66,6 @@ struct Cfg {
   static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
 };
 
-/// Offsets before the end of a slab at which a warp prefetches what follows the slab into L1.
-inline constexpr int kPrefetchAhead = 3;
-
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
 __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
   using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, KK>;
@@ -157,16 +154,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       __syncwarp();
       if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
       ptx::cp_async_commit();
-      if (j == (C::KG > kPrefetchAhead ? C::KG - kPrefetchAhead : 0)) {
-        // Near the slab's end: the next slab's map and this warp's residual rows into L1 (Nsight Compute:
-        // the warps' longest waits were the first use of the map and the residual read; prefetched
-        // earlier, other warps' lines would evict them). One line per lane.
-        if (slab + stride < nslabs && lane * 32 < WR * KK) ptx::prefetch_l1(out_in + (slab + stride) * (WR * KK) + lane * 32);
-        constexpr int RROWS = P == 1 ? WR : WR / P;
-        const int64_t rrow = r0 + (P == 1 ? 0 : g * RROWS);
-        if (a.residual && rrow + RROWS <= n && lane * 64 < RROWS * a.cout_p)
-          ptx::prefetch_l1(static_cast<const __half*>(a.residual) + rrow * a.cout_p + lane * 64);
-      }
       const int k = g + j * P;
       if (k >= KK) continue;
       // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing

@@ -24,9 +24,6 @@ __device__ __forceinline__ void grid_launch_dependents() {
 #endif
 }
 
-/// Brings the 128-byte line holding `p` into L1 (no register, no wait): a later load of it hits.
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
-
 /// Barrier of `threads` threads of the block (ids 1..15; 0 is __syncthreads): a team of warps, or one
 /// warpgroup of a warp-specialised block.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
