@@ -1,0 +1,292 @@
+// Microbenchmark of one step of a warp-specialised ring (the shape of igemm_warp_specialized.cuh's
+// producer and consumers, without MMAs): 128 producer threads fill a ring slot of 128 rows x 128 bytes
+// (16 KiB, a 128-row, 64-channel A stage), a consumer warpgroup waits on the slot's "full" mbarrier
+// and releases it on "empty". The nanoseconds per step, by how the producer fills the slot:
+//   handshake   no copies; every producer thread arrives
+//   zfill       8 cp.async of 16 bytes per thread, all zero-fill (src-size 0), cp.async.mbarrier.arrive.noinc
+//   real        8 cp.async of 16 bytes per thread from random 128-byte rows of a 10 MB buffer (in L2), eight
+//               lanes per row as the ws producer copies; .noinc arrivals
+//   mixed P%    rows present with probability P (real copies), zero-fill copies for the others
+//   ldg+sts     8 LDG.128 + STS.128 per thread, then a plain arrive (the thread waits for its loads)
+//   bulk        one 128-byte TMA bulk copy (cp.async.bulk) per thread, thread 0 expects the bytes
+//   tensor P%   one 2-D TMA tensor copy of a 1-row box (64 fp16 channels, 128-byte swizzle) per thread;
+//               rows absent with probability 1 - P are requested out of bounds (the TMA writes zeros)
+// with 1, 2 and 3 blocks per SM on every SM (medians of 7 launches of 2,000 steps, CUDA events); and
+// first a check that a 1-row tensor box lands in the 128-byte swizzle of its destination address (chunk
+// c of slot row r at c ^ (r % 8)) and that an out-of-bounds row arrives as zeros, counted in full.
+// Usage: ring_step_bench   (exit 77 when no GPU of compute capability 9.0 is visible)
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+enum Fill { kHandshake, kZfill, kReal, kMixed, kLdgSts, kBulk, kTensor };
+
+constexpr int kProducers = 128, kChunks = 8, kStages = 3, kSteps = 2000;
+
+__device__ __forceinline__ uint32_t saddr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void bar_init(uint64_t* b, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(saddr(b)), "r"(count));
+}
+__device__ __forceinline__ void bar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(saddr(b)) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_copies(uint64_t* b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(saddr(b)) : "memory");
+}
+__device__ __forceinline__ void bar_expect(uint64_t* b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nW_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W_%=;\n}\n" ::"r"(
+          saddr(b)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void copy16(void* dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(saddr(dst)),
+      "l"(src), "r"(bytes), "r"(saddr(b))
+      : "memory");
+}
+
+__device__ __forceinline__ void tensor_row(void* dst, const CUtensorMap* map, int row, uint64_t* b) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          saddr(dst)),
+      "l"(map), "r"(0), "r"(row), "r"(saddr(b))
+      : "memory");
+}
+
+// One slot of 128 rows by tensor copies: row t from source row (7 t) % rows, every fifth row out of
+// bounds. found[0]: chunks in the swizzled place, [1]: chunks in the unswizzled place, [2]: zero rows
+// correct, [3]: 1 when the barrier completed.
+__global__ void check_tensor_rows(const __grid_constant__ CUtensorMap map, const uint16_t* src, int rows, int* found) {
+  extern __shared__ __align__(1024) uint8_t sm[];
+  __shared__ uint64_t bar;
+  uint8_t* slot = sm + ((1024u - (saddr(sm) & 1023u)) & 1023u);
+  const int t = threadIdx.x;
+  if (t == 0) {
+    bar_init(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads();
+  const int r = t % 5 == 0 ? -1 : (7 * t) % rows;
+  if (t == 0) bar_expect(&bar, 128 * 128);
+  __syncthreads();
+  tensor_row(slot + t * 128, &map, r, &bar);
+  uint32_t done = 0;
+  for (long spin = 0; spin < 20000000L && !done; ++spin)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(saddr(&bar))
+                 : "memory");
+  if (t == 0) found[3] = int(done);
+  if (!done) return;
+  const uint16_t* got = reinterpret_cast<const uint16_t*>(slot + t * 128);
+  for (int c = 0; c < 8; ++c) {
+    bool sw = true, plain = true, zero = true;
+    for (int e = 0; e < 8; ++e) {
+      const uint16_t want = r < 0 ? 0 : src[size_t(r) * 64 + c * 8 + e];
+      sw = sw && got[((c ^ (t % 8)) * 8) + e] == want;
+      plain = plain && got[c * 8 + e] == want;
+      zero = zero && got[c * 8 + e] == 0;
+    }
+    if (r >= 0) {
+      atomicAdd(&found[0], int(sw));
+      atomicAdd(&found[1], int(plain));
+    } else {
+      atomicAdd(&found[2], int(zero));
+    }
+  }
+}
+
+template <Fill F, int PRESENT>
+__global__ void __launch_bounds__(kProducers + 128)
+    ring(const uint4* __restrict__ src, unsigned rows, unsigned long long* sink,
+         const __grid_constant__ CUtensorMap map) {
+  __shared__ uint64_t full[kStages], empty[kStages];
+  extern __shared__ __align__(1024) uint8_t raw[];  // [kStages][kProducers * kChunks] 16-byte units
+  uint4* slots = reinterpret_cast<uint4*>(raw + ((1024u - (saddr(raw) & 1023u)) & 1023u));
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      bar_init(&full[s], F == kBulk || F == kTensor ? 1 : kProducers);
+      bar_init(&empty[s], 4);  // lane 0 of every consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads();
+  uint32_t slot = 0, phase = 0;
+  if (tid < kProducers) {
+    uint32_t h = (blockIdx.x * 977u + tid * 131u) | 1u;
+    bool wrapped = false;
+    for (int i = 0; i < kSteps; ++i) {
+      if (wrapped) bar_wait(&empty[slot], phase ^ 1u);
+      uint4* dst = slots + slot * kProducers * kChunks + tid * kChunks;
+      if (F == kTensor) {
+        if (tid == 0) bar_expect(&full[slot], kProducers * kChunks * 16);
+        h = h * 1664525u + 1013904223u;
+        const bool present = (h >> 16) % 100u < unsigned(PRESENT);
+        tensor_row(dst, &map, present ? int(h % (rows / 8)) : -1, &full[slot]);
+      } else if (F == kBulk) {
+        if (tid == 0) bar_expect(&full[slot], kProducers * kChunks * 16);
+        h = h * 1664525u + 1013904223u;
+        bulk_copy(dst, src + (h % (rows / 8)) * 8, kChunks * 16, &full[slot]);
+      } else if (F == kLdgSts) {
+        uint4 v[kChunks];
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          h = h * 1664525u + 1013904223u;
+          const unsigned r = __shfl_sync(0xffffffffu, h, tid & 24) % (rows / 8);  // one row per 8 lanes
+          v[c] = __ldcg(src + r * 8 + (tid & 7));
+        }
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) dst[c] = v[c];
+        bar_arrive(&full[slot]);
+      } else if (F != kHandshake) {
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          h = h * 1664525u + 1013904223u;
+          const unsigned hr = __shfl_sync(0xffffffffu, h, tid & 24);
+          const bool present = F == kReal || (F == kMixed && (hr >> 16) % 100u < unsigned(PRESENT));
+          copy16(dst + c, src + (present ? (hr % (rows / 8)) * 8 : 0) + (tid & 7), present ? 16u : 0u);
+        }
+        bar_arrive_copies(&full[slot]);
+      } else {
+        bar_arrive(&full[slot]);
+      }
+      if (++slot == kStages) {
+        slot = 0;
+        phase ^= 1u;
+        wrapped = true;
+      }
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+  } else {
+    unsigned long long acc = 0;
+    for (int i = 0; i < kSteps; ++i) {
+      bar_wait(&full[slot], phase);
+      acc += slots[slot * kProducers * kChunks + (tid - kProducers)].x;
+      __syncwarp();
+      if ((tid & 31) == 0) bar_arrive(&empty[slot]);
+      if (++slot == kStages) {
+        slot = 0;
+        phase ^= 1u;
+      }
+    }
+    if (acc == 0x12345ull) *sink = acc;  // keeps the consumer's reads
+  }
+}
+
+template <Fill F, int PRESENT = 100>
+void run(const char* name, const uint4* src, unsigned rows, unsigned long long* sink, int sms, const CUtensorMap& map) {
+  const int smem = kStages * kProducers * kChunks * 16 + 1024;
+  cudaFuncSetAttribute(ring<F, PRESENT>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  std::printf("%-34s", name);
+  for (int per_sm = 1; per_sm <= 3; ++per_sm) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> ms;
+    for (int r = 0; r < 7; ++r) {
+      cudaEventRecord(a);
+      ring<F, PRESENT><<<sms * per_sm, kProducers + 128, smem>>>(src, rows, sink, map);
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      float t = 0.f;
+      cudaEventElapsedTime(&t, a, b);
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("  %8.1f", double(ms[3]) * 1e6 / kSteps);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  const cudaError_t e = cudaGetLastError();
+  std::printf("%s\n", e == cudaSuccess ? "" : cudaGetErrorString(e));
+}
+
+}  // namespace
+
+int main() {
+  int dev = 0, major = 0, sms = 0;
+  const bool ok = cudaGetDevice(&dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9;
+  if (!ok) {
+    std::printf("SKIP: ring_step_bench needs a GPU of compute capability 9.0\n");
+    return 77;
+  }
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, dev);
+  const unsigned rows = 640000;  // 16-byte units: 10 MB, resident in L2
+  uint4* src = nullptr;
+  unsigned long long* sink = nullptr;
+  cudaMalloc(&src, size_t(rows) * 16);
+  cudaMemset(src, 1, size_t(rows) * 16);
+  cudaMalloc(&sink, 8);
+  // the source as a 2-D tensor of fp16: 64 channels (128 bytes) per row, boxes of one row
+  CUtensorMap map{};
+  bool tensor_ok = false;
+  {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      std::printf("cuTensorMapEncodeTiled is not available\n");
+      return 1;
+    }
+    const cuuint64_t dims[2] = {64, rows / 8}, strides[1] = {128};
+    const cuuint32_t box[2] = {64, 1}, estr[2] = {1, 1};
+    const CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, src, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      std::printf("cuTensorMapEncodeTiled failed (%d)\n", int(r));
+      return 1;
+    }
+    std::vector<uint16_t> host(size_t(rows) * 8);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = uint16_t(i * 2654435761u >> 7);
+    cudaMemcpy(src, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+    int* found = nullptr;
+    cudaMalloc(&found, 16);
+    cudaMemset(found, 0, 16);
+    check_tensor_rows<<<1, 128, 128 * 128 + 1024>>>(map, reinterpret_cast<const uint16_t*>(src), int(rows / 8), found);
+    int f[4] = {0, 0, 0, 0};
+    cudaMemcpy(f, found, 16, cudaMemcpyDeviceToHost);
+    std::printf(
+        "1-row tensor boxes: barrier %s; of %d present chunks %d in the swizzled place, %d unswizzled; "
+        "%d of %d out-of-bounds chunks zero (%s)\n",
+        f[3] ? "completed" : "TIMED OUT", (128 - 26) * 8, f[0], f[1], f[2], 26 * 8,
+        cudaGetErrorString(cudaGetLastError()));
+    cudaFree(found);
+    tensor_ok = f[3] != 0;
+  }
+  std::printf("%s, %d SMs: ns per ring step (16 KiB per slot, %d stages), every SM running 1 / 2 / 3 blocks\n", p.name,
+              sms, kStages);
+  run<kHandshake>("handshake (no copies)", src, rows, sink, sms, map);
+  run<kZfill>("zfill cp.async x8 / thread", src, rows, sink, sms, map);
+  run<kReal>("real cp.async x8 / thread", src, rows, sink, sms, map);
+  run<kMixed, 27>("mixed 27% present", src, rows, sink, sms, map);
+  run<kMixed, 60>("mixed 60% present", src, rows, sink, sms, map);
+  run<kLdgSts>("LDG.128 + STS.128 x8 / thread", src, rows, sink, sms, map);
+  run<kBulk>("TMA bulk 128 B / thread", src, rows, sink, sms, map);
+  if (tensor_ok) {  // (a barrier that never completes would hang the ring)
+    run<kTensor, 60>("TMA tensor 1-row box, 60% present", src, rows, sink, sms, map);
+    run<kTensor, 100>("TMA tensor 1-row box, all present", src, rows, sink, sms, map);
+  }
+  cudaFree(src);
+  cudaFree(sink);
+  return 0;
+}
