@@ -1,9 +1,9 @@
 // Registry and launcher of the warp-independent implicit GEMM (igemm_offset_split.cuh).
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "backends/cuda/igemm_offset_split.cuh"
+#include "backends/cuda/per_device.h"
 
 namespace scn::cuda {
 
@@ -13,14 +13,12 @@ struct OsplitInstance {
   OsplitConfig cfg;
   void (*kernel)(const ConvArgs);
   size_t smem;
-  int blocks_per_sm;
-  bool pdl = false;  ///< the device image has griddepcontrol (sm_90 or newer): may launch programmatically
 };
 
 template <int CIN, int COUT, int WR, int P, int S, int W>
 OsplitInstance make(const char* name) {
   using C = osplit::Cfg<CIN, COUT, WR, P, S, W>;
-  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem, 1};
+  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem};
 }
 
 // Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The shared memory
@@ -55,6 +53,19 @@ std::vector<OsplitInstance>& instances() {
   return v;
 }
 
+/// What a launch needs to know of each config on one GPU (osplit_init).
+struct LaunchLimits {
+  std::vector<int> blocks_per_sm;  ///< 0: the config does not fit this GPU's shared memory
+  std::vector<bool> pdl;           ///< the device image has griddepcontrol (sm_90 or newer)
+};
+
+PerDevice<LaunchLimits>& limits() {
+  static PerDevice<LaunchLimits> t;
+  return t;
+}
+
+const LaunchLimits& current_limits() { return limits().get(current_cuda_device(), "osplit_init"); }
+
 }  // namespace
 
 int osplit_num_configs() { return int(instances().size()); }
@@ -75,46 +86,53 @@ bool osplit_config_fits(int id, const ConvArgs& a) {
          a.cout_w >= c.cout;
 }
 
-int osplit_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_sm; }
+int osplit_blocks_per_sm(int id) { return current_limits().blocks_per_sm.at(size_t(id)); }
 
 size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
 
 void osplit_init() {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  int device = 0, smem_optin = 0;
-  SCN_CUDA_CHECK(cudaGetDevice(&device));
-  SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  for (OsplitInstance& in : instances()) {
-    in.blocks_per_sm = 0;  // a config wider than this GPU's shared memory is never offered (osplit_fits_device)
-    if (in.smem > size_t(smem_optin)) continue;
-    const auto* fn = reinterpret_cast<const void*>(in.kernel);
-    SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
-    int bps = 0;
-    SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
-    in.blocks_per_sm = bps;
-    cudaFuncAttributes fa{};
-    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
-    in.pdl = fa.binaryVersion >= 90;
-  }
+  limits().get_or_make(current_cuda_device(), [] {
+    int device = 0, smem_optin = 0;
+    SCN_CUDA_CHECK(cudaGetDevice(&device));
+    SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const std::vector<OsplitInstance>& all = instances();
+    LaunchLimits l;
+    l.blocks_per_sm.assign(all.size(), 0);  // a config wider than this GPU's shared memory is never offered
+    l.pdl.assign(all.size(), false);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const OsplitInstance& in = all[i];
+      if (in.smem > size_t(smem_optin)) continue;
+      const auto* fn = reinterpret_cast<const void*>(in.kernel);
+      SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
+      int bps = 0;
+      SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
+      l.blocks_per_sm[i] = bps;
+      cudaFuncAttributes fa{};
+      SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
+      l.pdl[i] = fa.binaryVersion >= 90;
+    }
+    return l;
+  });
 }
 
-bool osplit_fits_device(int id) { return instances().at(size_t(id)).blocks_per_sm > 0; }
+bool osplit_fits_device(int id) { return current_limits().blocks_per_sm.at(size_t(id)) > 0; }
 
 void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const OsplitInstance& in = instances().at(size_t(id));
-  SCN_CHECK(in.blocks_per_sm > 0, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
-            " bytes of shared memory, ", in.cfg.warps * 32, " threads) or osplit_init() was not called");
+  const LaunchLimits& lim = current_limits();
+  const int blocks_per_sm = lim.blocks_per_sm[size_t(id)];
+  SCN_CHECK(blocks_per_sm > 0, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
+            " bytes of shared memory, ", in.cfg.warps * 32, " threads)");
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
             ", cout_p ", a.cout_p, ", K ", a.K, ", mode ", a.q ? "int8-aware" : "fp16", "): it needs cin_p ",
             in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, fp16");
   const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;
-  const int64_t resident = int64_t(sm_count) * in.blocks_per_sm;
+  const int64_t resident = int64_t(sm_count) * blocks_per_sm;
   const int64_t gx = need < resident ? need : resident;
   const unsigned blocks = unsigned(gx < 1 ? 1 : gx), threads = unsigned(in.cfg.warps * 32);
-  if (!(pdl && in.pdl)) {
+  if (!(pdl && lim.pdl[size_t(id)])) {
     in.kernel<<<blocks, threads, in.smem, st>>>(a);
   } else {
     cudaLaunchConfig_t cfg{};

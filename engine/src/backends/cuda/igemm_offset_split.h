@@ -26,12 +26,13 @@ int osplit_find_config(const char* name);
 /// True when config `id` runs this conv: fp16 mode, cin_p / cout_p equal to the config's, K = 27,
 /// no row order.
 bool osplit_config_fits(int id, const ConvArgs& a);
-/// Blocks per SM of config `id` (after osplit_init).
+/// Blocks per SM of config `id` on the current device (after osplit_init).
 int osplit_blocks_per_sm(int id);
 /// Dynamic shared memory of config `id` in bytes.
 size_t osplit_smem_bytes(int id);
-/// Prepares the kernels (shared-memory limits, occupancy); call once per device. Configs that need
-/// more shared memory than the device has are marked as not fitting, not an error.
+/// Prepares the kernels for the current device once (shared-memory limits, occupancy: a table per
+/// device, immutable afterwards; thread-safe). Configs that need more shared memory than the device
+/// has are marked as not fitting, not an error.
 void osplit_init();
 /// True when config `id` runs on the current device (after osplit_init).
 bool osplit_fits_device(int id);

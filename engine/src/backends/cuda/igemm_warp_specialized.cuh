@@ -268,7 +268,7 @@ inline Instance make_ws_instance() {
   using T = WsTile<BM, BN, STAGES>;
   IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
   c.ws = true;
-  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads, 1, false};
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads};
 }
 
 }  // namespace scn::cuda::igemm

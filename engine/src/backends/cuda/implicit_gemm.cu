@@ -2,12 +2,12 @@
 // igemm_fp16_*.cu and igemm_int8*.cu).
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/device_check.h"
 #include "backends/cuda/implicit_gemm.cuh"
+#include "backends/cuda/per_device.h"
 
 namespace scn::cuda {
 
@@ -41,6 +41,20 @@ std::vector<Instance>& instances() {
   return v;
 }
 
+/// What a launch needs to know of each config on one GPU (igemm_init).
+struct LaunchLimits {
+  std::vector<int> blocks_per_sm;  ///< occupancy calculator (at least 1)
+  std::vector<int> max_clusters;   ///< split > 1: clusters of `split` CTAs the GPU holds at once; else 0
+  std::vector<bool> pdl;           ///< the device image waits for its predecessor: may launch programmatically
+};
+
+PerDevice<LaunchLimits>& limits() {
+  static PerDevice<LaunchLimits> t;
+  return t;
+}
+
+const LaunchLimits& current_limits() { return limits().get(current_cuda_device(), "igemm_init"); }
+
 /// The launch attribute of a split tile: clusters of `split` CTAs along z (the offsets they share).
 cudaLaunchAttribute split_cluster(int split) {
   cudaLaunchAttribute a{};
@@ -71,7 +85,7 @@ int igemm_find_config(const char* name) {
   return -1;
 }
 
-int igemm_blocks_per_sm(int id) { return instances().at(size_t(id)).blocks_per_sm; }
+int igemm_blocks_per_sm(int id) { return current_limits().blocks_per_sm.at(size_t(id)); }
 
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p) {
@@ -116,48 +130,56 @@ cudaError_t probe_kernel_image() {
 }
 
 void igemm_init() {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  const bool wgmma = igemm_wgmma_device();
-  for (Instance& in : instances()) {
-    // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
-    if (in.cfg.wgmma && !wgmma) continue;
-    SCN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(in.kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
-    int bps = 0;
-    SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, reinterpret_cast<const void*>(in.kernel),
-                                                                 in.threads, in.smem));
-    in.blocks_per_sm = bps < 1 ? 1 : bps;
-    // the device image has the griddepcontrol instructions only when compiled for sm_90 or newer
-    cudaFuncAttributes fa{};
-    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(in.kernel)));
-    in.pdl = fa.binaryVersion >= 90;
-    if (in.cfg.split > 1) {
-      // a cluster needs `split` SMs of one GPC with room for a block each, so fewer clusters may fit than
-      // blocks_per_sm * SMs / split; the persistent grid must not exceed what is resident at once
-      cudaLaunchConfig_t lc{};
-      lc.gridDim = dim3(1, 1, unsigned(in.cfg.split));
-      lc.blockDim = dim3(unsigned(in.threads));
-      lc.dynamicSmemBytes = in.smem;
-      cudaLaunchAttribute cl = split_cluster(in.cfg.split);
-      lc.attrs = &cl;
-      lc.numAttrs = 1;
-      SCN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&in.max_clusters, reinterpret_cast<const void*>(in.kernel), &lc));
+  limits().get_or_make(current_cuda_device(), [] {
+    const bool wgmma = igemm_wgmma_device();
+    const std::vector<Instance>& all = instances();
+    LaunchLimits l;
+    l.blocks_per_sm.assign(all.size(), 1);
+    l.max_clusters.assign(all.size(), 0);
+    l.pdl.assign(all.size(), false);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Instance& in = all[i];
+      // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
+      if (in.cfg.wgmma && !wgmma) continue;
+      const auto* fn = reinterpret_cast<const void*>(in.kernel);
+      SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
+      int bps = 0;
+      SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.threads, in.smem));
+      l.blocks_per_sm[i] = bps < 1 ? 1 : bps;
+      // the device image has the griddepcontrol instructions only when compiled for sm_90 or newer
+      cudaFuncAttributes fa{};
+      SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
+      l.pdl[i] = fa.binaryVersion >= 90;
+      if (in.cfg.split > 1) {
+        // a cluster needs `split` SMs of one GPC with room for a block each, so fewer clusters may fit than
+        // blocks_per_sm * SMs / split; the persistent grid must not exceed what is resident at once
+        cudaLaunchConfig_t lc{};
+        lc.gridDim = dim3(1, 1, unsigned(in.cfg.split));
+        lc.blockDim = dim3(unsigned(in.threads));
+        lc.dynamicSmemBytes = in.smem;
+        cudaLaunchAttribute cl = split_cluster(in.cfg.split);
+        lc.attrs = &cl;
+        lc.numAttrs = 1;
+        SCN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&l.max_clusters[i], fn, &lc));
+      }
     }
-  }
+    return l;
+  });
 }
 
 void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const Instance& in = instances().at(size_t(id));
+  const LaunchLimits& lim = current_limits();
+  const int max_clusters = lim.max_clusters[size_t(id)];
   const int64_t tiles = (a.cap_out + in.cfg.bm - 1) / in.cfg.bm;
   const int ny = (a.cout_p + in.cfg.bn - 1) / in.cfg.bn;
   const int split = in.cfg.split;
-  int64_t resident = int64_t(sm_count) * in.blocks_per_sm / (ny * split);
-  if (in.max_clusters > 0 && resident > in.max_clusters / ny) resident = in.max_clusters / ny;
+  int64_t resident = int64_t(sm_count) * lim.blocks_per_sm[size_t(id)] / (ny * split);
+  if (max_clusters > 0 && resident > max_clusters / ny) resident = max_clusters / ny;
   if (resident < 1) resident = 1;
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
-  pdl = pdl && in.pdl;
+  pdl = pdl && lim.pdl[size_t(id)];
   if (split == 1 && !pdl) {
     in.kernel<<<grid, in.threads, in.smem, st>>>(a);
   } else {

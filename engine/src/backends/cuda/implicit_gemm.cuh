@@ -850,14 +850,13 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
   grid_dependency_wait();
 }
 
+/// A compiled tile configuration. What depends on the GPU (blocks per SM, ...) is in the per-device
+/// launch limits of implicit_gemm.cu, not here: the registry is shared by every device of the process.
 struct Instance {
   IgemmConfig cfg;
   void (*kernel)(const ConvArgs);
   size_t smem;
   int threads;
-  int blocks_per_sm;
-  bool pdl;              ///< the device image waits for its predecessor (griddepcontrol): may launch programmatically
-  int max_clusters = 0;  ///< split > 1: clusters of `split` CTAs the GPU holds at once (cluster placement)
 };
 
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
@@ -870,9 +869,7 @@ inline Instance make_instance() {
   return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB},
                   &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>,
                   T::kSmem,
-                  T::kThreads,
-                  1,
-                  false};
+                  T::kThreads};
 }
 
 // Instance lists, one per translation unit so that nvcc compiles them in parallel; registered in

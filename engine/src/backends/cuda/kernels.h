@@ -184,7 +184,7 @@ const IgemmConfig& igemm_config(int id);
 bool igemm_config_fits(int id, int cin_p, int cc_major, int K = 27, int mode = 0);
 /// Config id by name ("igemm m64n128k64s3t" or "m64n128k64s3t"), -1 when absent.
 int igemm_find_config(const char* name);
-/// Blocks per SM the occupancy calculator gives for config `id` (after igemm_init).
+/// Blocks per SM the occupancy calculator gives for config `id` on the current device (after igemm_init).
 int igemm_blocks_per_sm(int id);
 /// Weights [K][cout_w][cin_p] (host, fp16 bits) re-tiled for a TMA config: for every offset k,
 /// channel chunk c and N tile j, BN rows of igemm_smem_row halves (zero padded), contiguous; for a wgmma
@@ -198,7 +198,9 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
 void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 /// True when the current device runs the sm_90a (wgmma) configs: compute capability 9.0.
 bool igemm_wgmma_device();
-/// Prepares the kernels (shared-memory limits); call once per device.
+/// Prepares the kernels for the current device once (shared-memory limits, occupancy, cluster
+/// residency: a table per device, immutable afterwards); later calls for that device return at once.
+/// Thread-safe: engines on other threads (and devices) keep launching meanwhile.
 void igemm_init();
 
 // ---- elementwise.cu ---------------------------------------------------------------------------
