@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       for (int h = 0; h < 2; ++h) {
         const int64_t row = m0 + wg * 64 + (cw & 3) * 16 + (lane >> 2) + h * 8;
         if (row >= n) continue;
-        __half2 rv[BN / 8];  // residual pairs (used only with a residual: left unset without one)
+        __half2 rv[BN / 8];  // residual pairs (loaded and read only with a residual)
         if (res) {
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j) {
@@ -248,9 +248,11 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
           const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
           const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
           __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output, then the fp16 Add and the ReLU
-          if (res || a.relu_after)
-            o = __halves2half2(add_residual_relu(__low2half(o), __low2half(rv[j]), res != nullptr, a.relu_after),
-                               add_residual_relu(__high2half(o), __high2half(rv[j]), res != nullptr, a.relu_after));
+          if (res || a.relu_after) {
+            const __half2 r = res ? rv[j] : __half2();
+            o = __halves2half2(add_residual_relu(__low2half(o), __low2half(r), res != nullptr, a.relu_after),
+                               add_residual_relu(__high2half(o), __high2half(r), res != nullptr, a.relu_after));
+          }
           *reinterpret_cast<__half2*>(y + row * a.cout_p + col) = o;
         }
       }
