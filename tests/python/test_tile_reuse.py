@@ -89,6 +89,10 @@ def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
     # three tables (reuse, MMA work, bytes): level 0 twice (input and bitmap order), levels 1..3
     assert "| compacted per offset |" in out
     assert "| union gathers MB |" in out
+    # each quantity is printed once: the reuse table has no byte columns (they are the third table's)
+    assert "gather MB now" not in out and "| union MB |" not in out
+    reuse_header = next(l for l in out.splitlines() if l.startswith("| level | rows |"))
+    assert reuse_header.count("|") == 11
     assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5
     bad = tmp_path / "bad.tensor"
     save_tensor(bad, idx[:, :3].copy())

@@ -184,9 +184,10 @@ def main(argv=None) -> int:
     sorted_input = bool(np.all(np.diff(linear(coords, grid)) > 0))
     print(f"{a.indices}: {len(coords)} sites, grid {'x'.join(map(str, grid))} (zyx); input rows "
           f"{'already' if sorted_input else 'not'} in bitmap order")
+    # (the bytes these statistics imply are in the third table)
     print("| level | rows | order | BM | pairs/row | unique/tile | windows/tile | pairs/unique | max unique | "
-          "max windows | gather MB now | union MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "max windows |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     levels = [(0, "input", coords, grid)]
     if not sorted_input:  # the same sites in bitmap order: what sorting the input rows would give
         levels.append((0, "bitmap", coords[np.argsort(linear(coords, grid), kind="stable")], grid))
@@ -198,13 +199,11 @@ def main(argv=None) -> int:
     # per (level, BM): the reuse statistics, read by the first and the third table
     reuse = [{bm: tile_stats(m, bm) for bm in bms} for m in maps]
     for (level, order, _, _), m, r in zip(levels, maps, reuse):
-        c = channels[min(level, len(channels) - 1)]
         for bm in bms:
             s = r[bm]
             print(f"| {level} | {len(m)} | {order} | {bm} | {s['pairs'] / len(m):.1f} | "
                   f"{s['unique'] / s['tiles']:.0f} | {s['windows'] / s['tiles']:.0f} | "
-                  f"{s['pairs'] / max(s['unique'], 1):.2f} | {s['max_unique']} | {s['max_windows']} | "
-                  f"{s['pairs'] * c * 2 / 1e6:.1f} | {s['unique'] * c * 2 / 1e6:.1f} |")
+                  f"{s['pairs'] / max(s['unique'], 1):.2f} | {s['max_unique']} | {s['max_windows']} |")
     # the MMA work in 16-row units: what each way of skipping absent neighbours leaves
     print()
     print("| level | order | BM | entries present | compacted per offset | 16-row blocks | whole-offset skip | dense |")
