@@ -50,18 +50,7 @@ struct WsTile {
   static_assert(STAGES >= 3, "at least two steps in flight while the consumers hold one slot");
 };
 
-/// One row of a 2-D TMA tensor copy (a box of 64 channels x 1 row): lands in the 128-byte swizzle of `dst`.
-__device__ __forceinline__ void tma_row(void* dst, const void* map, int c0, int row, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smem_addr(dst)),
-      "l"(map), "r"(c0), "r"(row), "r"(smem_addr(bar))
-      : "memory");
-#endif
-}
-
-template <int BM, int BN, int STAGES, bool TG = false>
+template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
   using T = WsTile<BM, BN, STAGES>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
@@ -85,7 +74,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], TG ? 1 : 128 + 1);    // every producer thread + the TMA arrival
+      mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
     mbar_fence_init();
@@ -134,7 +123,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 #pragma unroll
           for (int b = 0; b < kMapBatch; ++b) {
             if (i0 + 128 * b < total) {
-              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? (TG ? ent[b] : ent[b] * units) : -1;
+              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? ent[b] * units : -1;
               if (ent[b] >= 0) mine |= 1u << k;
             }
             row += step_row;
@@ -163,36 +152,25 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
           if (wrapped) mbar_wait(&empty[slot], phase ^ 1u);
           if (ptid == 0) {
             info[slot] = mask == 0u && c + 1 == chunks;
-            expect_tx(&full[slot], T::kBSliceBytes + (TG ? uint32_t(BM * T::BK * 2) : 0u));
+            expect_tx(&full[slot], T::kBSliceBytes);
             tma_load_1d(sB + slot * T::B_STAGE, wt + ((int64_t(k) * chunks + c) * gridDim.y + blockIdx.y) * T::B_STAGE,
                         T::kBSliceBytes, &full[slot]);
           }
-          if constexpr (TG) {
-            // PROBE: one TMA tensor copy per row (thread ptid: row ptid), rows without a neighbour from a zero row
-            const void* maps = a.w;  // [x map, zero map] (probe: launch_igemm puts them there)
-            if (ptid < BM) {
-              const int e = map_s[(k * 16 + (ptid & 15)) * T::RI + (ptid >> 4)];
-              tma_row(sA + slot * T::A_STAGE + ptid * T::BK,
-                      static_cast<const uint8_t*>(maps) + (e >= 0 ? 0 : 128), e >= 0 ? c * T::BK : 0, e >= 0 ? e : 0,
-                      &full[slot]);
-            }
-          } else {
-            // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
-            __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
-            // each copy's source: one wide multiply-add of the 32-bit row offset onto a 64-bit base (the
-            // producer's instructions per step set the pace of the ring)
-            const uint64_t xc = reinterpret_cast<uint64_t>(reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch);
-            int e[T::RI];
-  #pragma unroll
-            for (int i = 0; i < T::RI; i += 4)
-              *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
-  #pragma unroll
-            for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
-              ptx::cp_async16_zfill(dA + i * 16 * T::BK,
-                                    reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
-                                    e[i] >= 0 ? 16u : 0u);
-            cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
-          }
+          // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
+          __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
+          // each copy's source: one wide multiply-add of the 32-bit row offset onto a 64-bit base (the
+          // producer's instructions per step set the pace of the ring)
+          const uint64_t xc = reinterpret_cast<uint64_t>(reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch);
+          int e[T::RI];
+#pragma unroll
+          for (int i = 0; i < T::RI; i += 4)
+            *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
+#pragma unroll
+          for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
+            ptx::cp_async16_zfill(dA + i * 16 * T::BK,
+                                  reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
+                                  e[i] >= 0 ? 16u : 0u);
+          cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
           if (++slot == STAGES) {
             slot = 0;
             phase ^= 1u;
@@ -287,15 +265,12 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 }
 
 /// The registry entry of a warp-specialised tile (implicit_gemm.cuh Instance; name from its fields).
-template <int BM, int BN, int STAGES, bool TG = false>
+template <int BM, int BN, int STAGES>
 inline Instance make_ws_instance() {
   using T = WsTile<BM, BN, STAGES>;
   IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
   c.ws = true;
-  if (TG) c.min_blocks = 2;  // PROBE: a distinct name ("r2")
-  Instance in{c, &igemm_ws_kernel<BM, BN, STAGES, TG>, T::kSmem, T::kThreads};
-  in.tensor_gather = TG;
-  return in;
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads};
 }
 
 }  // namespace scn::cuda::igemm

@@ -1,12 +1,7 @@
 // Implicit-GEMM registry and launcher (the kernel is in implicit_gemm.cuh, its instances in
 // igemm_fp16_*.cu and igemm_int8*.cu).
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <cstring>
 #include <deque>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,47 +54,6 @@ PerDevice<LaunchLimits>& limits() {
 }
 
 const LaunchLimits& current_limits() { return limits().get(current_cuda_device(), "igemm_init"); }
-
-// PROBE: the tensor maps of the ws tensor-gather tiles, [x map, zero map] in device memory, by (x, cin_p)
-const void* probe_tensor_maps(const void* x, int cin_p) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  static std::map<std::pair<const void*, int>, void*> cache;
-  static void* zero = nullptr;
-  const auto it = cache.find({x, cin_p});
-  if (it != cache.end()) return it->second;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  SCN_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-  static PFN_cuTensorMapEncodeTiled_v12000 enc = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    SCN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-    SCN_CHECK(q == cudaDriverEntryPointSuccess, "cuTensorMapEncodeTiled is not available");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  if (!zero) {
-    SCN_CUDA_CHECK(cudaMalloc(&zero, 256));
-    SCN_CUDA_CHECK(cudaMemset(zero, 0, 256));
-  }
-  CUtensorMap maps[2];
-  const cuuint64_t dx[2] = {cuuint64_t(cin_p), cuuint64_t(1) << 30}, sx[1] = {cuuint64_t(cin_p) * 2};
-  const cuuint64_t dz[2] = {64, 1}, sz[1] = {128};
-  const cuuint32_t box[2] = {64, 1}, es[2] = {1, 1};
-  SCN_CHECK(enc(&maps[0], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(x), dx, sx, box, es,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS,
-            "encode x map");
-  SCN_CHECK(enc(&maps[1], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, zero, dz, sz, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS,
-            "encode zero map");
-  void* d = nullptr;
-  SCN_CUDA_CHECK(cudaMalloc(&d, sizeof(maps)));
-  SCN_CUDA_CHECK(cudaMemcpy(d, maps, sizeof(maps), cudaMemcpyHostToDevice));
-  SCN_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-  cache[{x, cin_p}] = d;
-  return d;
-}
 
 /// The launch attribute of a split tile: clusters of `split` CTAs along z (the offsets they share).
 cudaLaunchAttribute split_cluster(int split) {
@@ -213,10 +167,8 @@ void igemm_init() {
   });
 }
 
-void launch_igemm(int id, const ConvArgs& a0, int sm_count, cudaStream_t st, bool pdl) {
+void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const Instance& in = instances().at(size_t(id));
-  ConvArgs a = a0;
-  if (in.tensor_gather) a.w = probe_tensor_maps(a.x, a.cin_p);
   const LaunchLimits& lim = current_limits();
   const int max_clusters = lim.max_clusters[size_t(id)];
   const int64_t tiles = (a.cap_out + in.cfg.bm - 1) / in.cfg.bm;

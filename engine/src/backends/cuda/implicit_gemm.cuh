@@ -857,7 +857,6 @@ struct Instance {
   void (*kernel)(const ConvArgs);
   size_t smem;
   int threads;
-  bool tensor_gather = false;  ///< PROBE: ws gathers by TMA tensor copies (a.w carries the maps)
 };
 
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
