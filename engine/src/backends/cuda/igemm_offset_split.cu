@@ -91,9 +91,9 @@ int osplit_blocks_per_sm(int id) { return current_limits().blocks_per_sm.at(size
 size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
 
 void osplit_init() {
-  limits().get_or_make(current_cuda_device(), [] {
-    int device = 0, smem_optin = 0;
-    SCN_CUDA_CHECK(cudaGetDevice(&device));
+  const int device = current_cuda_device();
+  limits().get_or_make(device, [device] {
+    int smem_optin = 0;
     SCN_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const std::vector<OsplitInstance>& all = instances();
     LaunchLimits l;
