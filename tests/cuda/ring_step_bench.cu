@@ -24,47 +24,32 @@
 #include <cstdio>
 #include <vector>
 
+#include "backends/cuda/implicit_gemm.cuh"
+
+namespace scn::cuda {
 namespace {
 
 enum Fill { kHandshake, kZfill, kReal, kMixed, kLdgSts, kBulk, kTensor };
 
 constexpr int kProducers = 128, kChunks = 8, kStages = 3, kSteps = 2000;
 
-__device__ __forceinline__ uint32_t saddr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void bar_init(uint64_t* b, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(saddr(b)), "r"(count));
-}
-__device__ __forceinline__ void bar_arrive(uint64_t* b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(saddr(b)) : "memory");
-}
-__device__ __forceinline__ void bar_arrive_copies(uint64_t* b) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(saddr(b)) : "memory");
-}
-__device__ __forceinline__ void bar_expect(uint64_t* b, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nW_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W_%=;\n}\n" ::"r"(
-          saddr(b)),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void copy16(void* dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(saddr(dst)),
-      "l"(src), "r"(bytes), "r"(saddr(b))
-      : "memory");
-}
+// The ring's primitives are the kernels' own (implicit_gemm.cuh, ptx.cuh): the benchmark times the
+// instructions the warp-specialised producer and consumers issue.
+using igemm::cp_async_arrive_noinc;
+using igemm::expect_tx;
+using igemm::mbar_arrive;
+using igemm::mbar_fence_init;
+using igemm::mbar_init;
+using igemm::mbar_wait;
+using igemm::tma_load_1d;
+using ptx::cp_async16_zfill;
+using ptx::smem_addr;
 
 __device__ __forceinline__ void tensor_row(void* dst, const CUtensorMap* map, int row, uint64_t* b) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          saddr(dst)),
-      "l"(map), "r"(0), "r"(row), "r"(saddr(b))
+          smem_addr(dst)),
+      "l"(map), "r"(0), "r"(row), "r"(smem_addr(b))
       : "memory");
 }
 
@@ -74,22 +59,22 @@ __device__ __forceinline__ void tensor_row(void* dst, const CUtensorMap* map, in
 __global__ void check_tensor_rows(const __grid_constant__ CUtensorMap map, const uint16_t* src, int rows, int* found) {
   extern __shared__ __align__(1024) uint8_t sm[];
   __shared__ uint64_t bar;
-  uint8_t* slot = sm + ((1024u - (saddr(sm) & 1023u)) & 1023u);
+  uint8_t* slot = sm + ((1024u - (smem_addr(sm) & 1023u)) & 1023u);
   const int t = threadIdx.x;
   if (t == 0) {
-    bar_init(&bar, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;");
+    mbar_init(&bar, 1);
+    mbar_fence_init();
   }
   __syncthreads();
   const int r = t % 5 == 0 ? -1 : (7 * t) % rows;
-  if (t == 0) bar_expect(&bar, 128 * 128);
+  if (t == 0) expect_tx(&bar, 128 * 128);
   __syncthreads();
   tensor_row(slot + t * 128, &map, r, &bar);
   uint32_t done = 0;
   for (long spin = 0; spin < 20000000L && !done; ++spin)
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done)
-                 : "r"(saddr(&bar))
+                 : "r"(smem_addr(&bar))
                  : "memory");
   if (t == 0) found[3] = int(done);
   if (!done) return;
@@ -117,14 +102,14 @@ __global__ void __launch_bounds__(kProducers + 128)
          const __grid_constant__ CUtensorMap map) {
   __shared__ uint64_t full[kStages], empty[kStages];
   extern __shared__ __align__(1024) uint8_t raw[];  // [kStages][kProducers * kChunks] 16-byte units
-  uint4* slots = reinterpret_cast<uint4*>(raw + ((1024u - (saddr(raw) & 1023u)) & 1023u));
+  uint4* slots = reinterpret_cast<uint4*>(raw + ((1024u - (smem_addr(raw) & 1023u)) & 1023u));
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      bar_init(&full[s], F == kBulk || F == kTensor ? 1 : kProducers);
-      bar_init(&empty[s], 4);  // lane 0 of every consumer warp
+      mbar_init(&full[s], F == kBulk || F == kTensor ? 1 : kProducers);
+      mbar_init(&empty[s], 4);  // lane 0 of every consumer warp
     }
-    asm volatile("fence.mbarrier_init.release.cluster;");
+    mbar_fence_init();
   }
   __syncthreads();
   uint32_t slot = 0, phase = 0;
@@ -132,17 +117,17 @@ __global__ void __launch_bounds__(kProducers + 128)
     uint32_t h = (blockIdx.x * 977u + tid * 131u) | 1u;
     bool wrapped = false;
     for (int i = 0; i < kSteps; ++i) {
-      if (wrapped) bar_wait(&empty[slot], phase ^ 1u);
+      if (wrapped) mbar_wait(&empty[slot], phase ^ 1u);
       uint4* dst = slots + slot * kProducers * kChunks + tid * kChunks;
       if (F == kTensor) {
-        if (tid == 0) bar_expect(&full[slot], kProducers * kChunks * 16);
+        if (tid == 0) expect_tx(&full[slot], kProducers * kChunks * 16);
         h = h * 1664525u + 1013904223u;
         const bool present = (h >> 16) % 100u < unsigned(PRESENT);
         tensor_row(dst, &map, present ? int(h % (rows / 8)) : -1, &full[slot]);
       } else if (F == kBulk) {
-        if (tid == 0) bar_expect(&full[slot], kProducers * kChunks * 16);
+        if (tid == 0) expect_tx(&full[slot], kProducers * kChunks * 16);
         h = h * 1664525u + 1013904223u;
-        bulk_copy(dst, src + (h % (rows / 8)) * 8, kChunks * 16, &full[slot]);
+        tma_load_1d(dst, src + (h % (rows / 8)) * 8, kChunks * 16, &full[slot]);
       } else if (F == kLdgSts) {
         uint4 v[kChunks];
 #pragma unroll
@@ -153,18 +138,18 @@ __global__ void __launch_bounds__(kProducers + 128)
         }
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) dst[c] = v[c];
-        bar_arrive(&full[slot]);
+        mbar_arrive(&full[slot]);
       } else if (F != kHandshake) {
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
           h = h * 1664525u + 1013904223u;
           const unsigned hr = __shfl_sync(0xffffffffu, h, tid & 24);
           const bool present = F == kReal || (F == kMixed && (hr >> 16) % 100u < unsigned(PRESENT));
-          copy16(dst + c, src + (present ? (hr % (rows / 8)) * 8 : 0) + (tid & 7), present ? 16u : 0u);
+          cp_async16_zfill(dst + c, src + (present ? (hr % (rows / 8)) * 8 : 0) + (tid & 7), present ? 16u : 0u);
         }
-        bar_arrive_copies(&full[slot]);
+        cp_async_arrive_noinc(&full[slot]);
       } else {
-        bar_arrive(&full[slot]);
+        mbar_arrive(&full[slot]);
       }
       if (++slot == kStages) {
         slot = 0;
@@ -176,10 +161,10 @@ __global__ void __launch_bounds__(kProducers + 128)
   } else {
     unsigned long long acc = 0;
     for (int i = 0; i < kSteps; ++i) {
-      bar_wait(&full[slot], phase);
+      mbar_wait(&full[slot], phase);
       acc += slots[slot * kProducers * kChunks + (tid - kProducers)].x;
       __syncwarp();
-      if ((tid & 31) == 0) bar_arrive(&empty[slot]);
+      if ((tid & 31) == 0) mbar_arrive(&empty[slot]);
       if (++slot == kStages) {
         slot = 0;
         phase ^= 1u;
@@ -218,8 +203,10 @@ void run(const char* name, const uint4* src, unsigned rows, unsigned long long* 
 }
 
 }  // namespace
+}  // namespace scn::cuda
 
 int main() {
+  using namespace scn::cuda;
   int dev = 0, major = 0, sms = 0;
   const bool ok = cudaGetDevice(&dev) == cudaSuccess &&
                   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9;
