@@ -27,8 +27,7 @@ namespace scn::cuda {
 namespace osplit {
 
 using ptx::cp_async16;
-using ptx::cp_async16_zfill;
-using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_at;
 using ptx::mma_16816;
 using ptx::named_barrier_sync;
 using ptx::smem_addr;
@@ -97,11 +96,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
     for (int h = 0; h < C::RH; ++h) {
       const int64_t row = slab * WR + lane + 32 * h;
+      const int32_t* m = ptx::pinned(out_in + row * KK + g);  // the loads below add immediates to it
 #pragma unroll
-      for (int j = 0; j < C::KG; ++j) {
-        const int k = g + j * P;
-        mp[h][j] = (row < n && k < KK) ? __ldg(out_in + row * KK + k) : -1;
-      }
+      for (int j = 0; j < C::KG; ++j) mp[h][j] = (row < n && g + j * P < KK) ? __ldg(m + j * P) : -1;
     }
   };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
@@ -111,6 +108,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   // Launched programmatically, the grid got here while the previous conv may still run: the weights,
   // the row count and the map are not its outputs; activations are, so wait for it now.
   ptx::grid_dependency_wait();
+
+  // Lane constants, pinned in registers (the unrolled offset loop adds immediates only). A row's swizzle
+  // depends on its index modulo 8 only (swz), and the copy instructions, 16-row MMA blocks and 16-row
+  // weight blocks start at multiples of 8 rows, so one base per lane and 16-column chunk k covers them.
+  static_assert((32 / C::CPR) % 8 == 0, "copy instructions start at multiples of 8 rows");
+  const int cl = lane % C::CPR, rsub = lane / C::CPR;
+  const uint64_t x_chunk = reinterpret_cast<uint64_t>(x + cl * 8);
+  const uint32_t dst0 = ptx::pinned(smem_addr(sS + rsub * CIN + swz<CIN>(rsub, cl)));
+  uint32_t a_lane[CIN / 16], b_lane[CIN / 16];
+#pragma unroll
+  for (int kk = 0; kk < CIN / 16; ++kk) {
+    const int ra = lane & 15, rb = (lane & 7) + (lane >> 4) * 8;
+    a_lane[kk] = ptx::pinned(smem_addr(sS + ra * CIN + swz<CIN>(ra, kk * 2 + (lane >> 4))));
+    b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + rb) * CIN + swz<CIN>(rb, kk * 2 + ((lane >> 3) & 1))));
+  }
 
   const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
   for (int64_t slab = slab0; slab < nslabs; slab += stride) {
@@ -122,16 +134,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
 
     // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
+    // (rows 32h + q * 32 / CPR + rsub, q = it % CPR); every address is a lane constant plus an immediate
     auto issue = [&](int j, int s) {
-      __half* dst = sS + s * C::STAGE;
 #pragma unroll
       for (int it = 0; it < WR * C::CPR / 32; ++it) {
-        const int h = it / C::CPR;                                              // map registers of rows 32h..
-        const int rl = h * 32 + (it % C::CPR) * (32 / C::CPR) + lane / C::CPR;  // local row
-        const int c = lane % C::CPR;
-        const int src_row = __shfl_sync(0xffffffffu, mp[h][j], rl % 32);
-        const __half* src = src_row >= 0 ? x + int64_t(src_row) * CIN + c * 8 : x;
-        cp_async16_zfill(dst + rl * CIN + swz<CIN>(rl, c), src, src_row >= 0 ? 16u : 0u);
+        const int h = it / C::CPR, q = it % C::CPR;
+        const int src_row = __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + rsub);
+        const uint64_t src = ptx::mad_wide_u32(uint32_t(max(src_row, 0)), CIN * 2, x_chunk);
+        ptx::cp_async16_row(dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
+                            reinterpret_cast<const void*>(src), src_row);
       }
     };
 
@@ -165,16 +176,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         any |= has[h] != 0u;
       }
       if (!any) continue;
-      const __half* tA = sS + (j % STAGES) * C::STAGE;
-      const __half* tB = sW + k * COUT * CIN;
 #pragma unroll
       for (int kk = 0; kk < CIN / 16; ++kk) {
         uint32_t bf[C::NT][2];
 #pragma unroll
         for (int jn = 0; jn < C::NT / 2; ++jn) {
-          const int row = jn * 16 + (lane & 7) + (lane >> 4) * 8;
           uint32_t r[4];
-          ldmatrix_x4(r, tB + row * CIN + swz<CIN>(row, kk * 2 + ((lane >> 3) & 1)));
+          ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN + jn * 16 * CIN));
           bf[2 * jn][0] = r[0];
           bf[2 * jn][1] = r[1];
           bf[2 * jn + 1][0] = r[2];
@@ -183,9 +191,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
         for (int i = 0; i < C::MT; ++i) {
           if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
-          const int row = i * 16 + (lane & 15);
           uint32_t af[4];
-          ldmatrix_x4(af, tA + row * CIN + swz<CIN>(row, kk * 2 + (lane >> 4)));
+          ldmatrix_x4_at(af, a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN));
 #pragma unroll
           for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }

@@ -41,6 +41,24 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
+/// 16-byte asynchronous copy of a gathered row to a shared-memory address; a negative `row` (no
+/// neighbour) writes zeros and reads nothing (the ignore-src predicate, set from the row's sign).
+__device__ __forceinline__ void cp_async16_row(uint32_t dst, const void* src, int32_t row) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.lt.s32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(row));
+}
+/// The value, opaque to the compiler: it stays in a register instead of being recomputed from its
+/// operands at every use (lane-constant addresses of an unrolled loop).
+__device__ __forceinline__ uint32_t pinned(uint32_t v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+template <class T>
+__device__ __forceinline__ const T* pinned(const T* p) {
+  asm volatile("" : "+l"(p));
+  return p;
+}
 /// a * b + c with the 64-bit product of two 32-bit operands (one IMAD.WIDE.U32).
 __device__ __forceinline__ uint64_t mad_wide_u32(uint32_t a, uint32_t b, uint64_t c) {
   uint64_t d;
@@ -67,6 +85,12 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
 }
 
 /// fp16 tensor cores: D(16x8, f32) += A(16x16, f16, row) * B(16x8, f16, col).
