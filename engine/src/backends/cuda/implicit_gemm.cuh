@@ -41,6 +41,7 @@ using ptx::cp_async4;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;
 using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_at;
 using ptx::mma_16816;
 using ptx::smem_addr;
 
@@ -383,6 +384,22 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     b_dst[it] = r * T::LDS + sg * T::B_SEG * 8;
   }
   const int64_t w_kstride = int64_t(a.cout_w) * cin_p;
+  // Lane constants of the gathers and ldmatrix reads, pinned in registers (ptx::pinned) so that a step
+  // adds its stage offset to them instead of recomputing the swizzle arithmetic. a_sm: byte address of
+  // the item's first 16-byte chunk in stage 0; chunk q of the segment is a_sm + 16 q, or (wgmma) a_sm ^ 16 q
+  // (a segment's chunks c..c+SEG-1 start at a multiple of SEG, so c + q = c ^ q, and the 128-byte swizzle
+  // XORs bits 4..6 of the row's 128-byte-aligned address only). a_src: the byte address of column a_col.
+  uint32_t a_sm[T::A_ITERS];
+  uint64_t a_src[T::A_ITERS];
+#pragma unroll
+  for (int it = 0; it < T::A_ITERS; ++it) {
+    const int r = a_row[it], c16 = a_col[it] >> 3;
+    a_sm[it] = ptx::pinned(smem_addr(sA) + 2u * uint32_t(WG ? r * T::LDS + ((c16 ^ (r & 7)) << 3) : a_dst[it]));
+    a_src[it] = reinterpret_cast<uint64_t>(x + a_col[it]);
+  }
+  const uint32_t lm_a = ptx::pinned(smem_addr(sA + (wm * T::WM + (lane & 15)) * T::LDS + (lane >> 4) * 8));
+  const uint32_t lm_b =
+      ptx::pinned(smem_addr(sB + (wn * T::WN + (lane & 7) + (lane >> 4) * 8) * T::LDS + ((lane >> 3) & 1) * 8));
 
   if constexpr (TMA_B) {
     if (tid == 0) {
@@ -460,7 +477,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     uint32_t ld_slot = gstep % STAGES;
     auto load_next = [&]() {
       const int c0 = ld_c * BK;
-      __half* stA = sA + ld_slot * T::A_STAGE;
       __half* stB = sB + ld_slot * T::B_STAGE;
       int issued = 0;
 #pragma unroll
@@ -469,7 +485,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         if (G > 1 && kk >= nact) break;
         ++issued;
         const int k = map_smem ? sOff[kk] : kk;
-        __half* dA = stA + g * T::A_SUB;
 #pragma unroll
         for (int it = 0; it < T::A_ITERS; ++it) {
           if (T::A_ITEMS % T::kThreads != 0 && !a_on[it]) continue;
@@ -479,18 +494,13 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           } else {
             src_row = m0 + a_row[it] < n ? __ldg(a.out_in + (m0 + a_row[it]) * K + k) : -1;
           }
-          // 16-byte chunk q of the segment: padded row, or (wgmma) the 128-byte swizzle position
-          auto chunk = [&](int q) -> __half* {
-            if constexpr (WG) return dA + a_row[it] * T::LDS + ((((a_col[it] >> 3) + q) ^ (a_row[it] & 7)) << 3);
-            return dA + a_dst[it] + q * 8;
-          };
-          if (src_row >= 0) {
-            const __half* src = x + int64_t(src_row) * cin_p + c0 + a_col[it];
+          // rows without a neighbour: zero-fill copies (the ignore-src predicate; no memory request)
+          const uint64_t src = ptx::mad_wide_u32(uint32_t(max(src_row, 0)), uint32_t(cin_p) * 2u, a_src[it] + 2u * c0);
+          const uint32_t stage = 2u * uint32_t(ld_slot * T::A_STAGE + g * T::A_SUB);
 #pragma unroll
-            for (int q = 0; q < T::A_SEG; ++q) cp_async16(chunk(q), src + q * 8);
-          } else {
-#pragma unroll
-            for (int q = 0; q < T::A_SEG; ++q) *reinterpret_cast<uint4*>(chunk(q)) = make_uint4(0u, 0u, 0u, 0u);
+          for (int q = 0; q < T::A_SEG; ++q) {
+            const uint32_t dst = (WG ? a_sm[it] ^ (16u * q) : a_sm[it] + 16u * q) + stage;
+            ptx::cp_async16_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
           }
         }
         if constexpr (!TMA_B) {
@@ -602,18 +612,14 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           for (int kk = 0; kk < BK / 16; ++kk) {
             uint32_t af[T::MT][4];
             uint32_t bf[T::NT][2];
+            const uint32_t st_a = lm_a + 2u * uint32_t(slot * T::A_STAGE + g * T::A_SUB);
+            const uint32_t st_b = lm_b + 2u * uint32_t(slot * T::B_STAGE + g * T::B_SUB);
 #pragma unroll
-            for (int i = 0; i < T::MT; ++i) {
-              const int row = wm * T::WM + i * 16 + (lane & 15);
-              const int col = kk * 16 + (lane >> 4) * 8;
-              ldmatrix_x4(af[i], tA + row * T::LDS + col);
-            }
+            for (int i = 0; i < T::MT; ++i) ldmatrix_x4_at(af[i], st_a + 2u * (i * 16 * T::LDS + kk * 16));
 #pragma unroll
             for (int j = 0; j < T::NT / 2; ++j) {
-              const int row = wn * T::WN + j * 16 + (lane & 7) + (lane >> 4) * 8;
-              const int col = kk * 16 + ((lane >> 3) & 1) * 8;
               uint32_t r[4];
-              ldmatrix_x4(r, tB + row * T::LDS + col);
+              ldmatrix_x4_at(r, st_b + 2u * (j * 16 * T::LDS + kk * 16));
               bf[2 * j][0] = r[0];
               bf[2 * j][1] = r[1];
               bf[2 * j + 1][0] = r[2];
