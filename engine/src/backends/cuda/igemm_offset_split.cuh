@@ -5,9 +5,10 @@
 //   block:  all K x COUT x CIN weights -> shared memory once (persistent grid), one barrier in all
 //   team:   P warps sharing a slab of WR rows; warp g of the team sums the offsets k with k % P == g
 //   warp:   map entries of its rows for its offsets -> registers (independent loads, one round trip);
-//           then its own STAGES-deep cp.async pipeline over those offsets: gather (zero-fill for rows
-//           without a neighbour, no memory request) -> __syncwarp -> ldmatrix -> mma.sync; an offset
-//           no row of the slab uses, or a 16-row block without a neighbour, issues no MMA
+//           then its own STAGES-deep cp.async pipeline over those offsets: gather (rows without a
+//           neighbour are not copied: their lanes point ldmatrix at a zero chunk) -> __syncwarp ->
+//           ldmatrix -> mma.sync; an offset no row of the slab uses, or a 16-row block without a
+//           neighbour, issues no MMA
 //   end:    P == 1: the warp's epilogue; P > 1: partial sums -> shared memory, a named barrier of the
 //           team, each warp reduces a slice of the rows in the fixed order g = 0, 1, .., P-1
 //
@@ -62,7 +63,9 @@ struct Cfg {
   static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
   static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
-  static constexpr size_t kSmem = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
+  // 16 zero bytes after the stages: the A fragments of rows without a neighbour at an offset (not copied)
+  static constexpr size_t kZeroOff = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
+  static constexpr size_t kSmem = kZeroOff + 16;
 };
 
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
@@ -73,6 +76,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int team = warp / P, g = warp % P;
   __half* sS = sW + C::kWeightHalves + size_t(warp) * C::WARP_HALVES;
+  if (tid == 0) *reinterpret_cast<uint4*>(smem + C::kZeroOff) = make_uint4(0u, 0u, 0u, 0u);  // before the barrier below
 
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -116,6 +120,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int cl = lane % C::CPR, rsub = lane / C::CPR;
   const uint64_t x_chunk = reinterpret_cast<uint64_t>(x + cl * 8);
   const uint32_t dst0 = ptx::pinned(smem_addr(sS + rsub * CIN + swz<CIN>(rsub, cl)));
+  const uint32_t zero_chunk = ptx::pinned(smem_addr(smem + C::kZeroOff));
+  // the ballot bit of the row whose A address this lane gives ldmatrix, in 16-row blocks 2i and 2i + 1
+  const uint32_t row_bit[2] = {1u << (lane & 15), 1u << (16 + (lane & 15))};
   uint32_t a_lane[CIN / 16], b_lane[CIN / 16];
 #pragma unroll
   for (int kk = 0; kk < CIN / 16; ++kk) {
@@ -140,9 +147,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       for (int it = 0; it < WR * C::CPR / 32; ++it) {
         const int h = it / C::CPR, q = it % C::CPR;
         const int src_row = __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + rsub);
-        const uint64_t src = ptx::mad_wide_u32(uint32_t(max(src_row, 0)), CIN * 2, x_chunk);
-        ptx::cp_async16_row(dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
-                            reinterpret_cast<const void*>(src), src_row);
+        const uint64_t src = ptx::mad_wide_u32(uint32_t(src_row), CIN * 2, x_chunk);  // read only if src_row >= 0
+        ptx::cp_async16_if_row(dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
+                               reinterpret_cast<const void*>(src), src_row);
       }
     };
 
@@ -191,8 +198,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
         for (int i = 0; i < C::MT; ++i) {
           if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+          // a row without a neighbour was not copied: its lane reads the zero chunk instead
           uint32_t af[4];
-          ldmatrix_x4_at(af, a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN));
+          ldmatrix_x4_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
+                                                           : zero_chunk);
 #pragma unroll
           for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
         }

@@ -48,6 +48,13 @@ __device__ __forceinline__ void cp_async16_row(uint32_t dst, const void* src, in
       "{\n .reg .pred p;\n setp.lt.s32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
       "l"(src), "r"(row));
 }
+/// 16-byte asynchronous copy issued only where `row` is non-negative (a row with a neighbour); no copy,
+/// and no write to `dst`, for the others.
+__device__ __forceinline__ void cp_async16_if_row(uint32_t dst, const void* src, int32_t row) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(dst),
+      "l"(src), "r"(row));
+}
 /// The value, opaque to the compiler: it stays in a register instead of being recomputed from its
 /// operands at every use (lane-constant addresses of an unrolled loop).
 __device__ __forceinline__ uint32_t pinned(uint32_t v) {
