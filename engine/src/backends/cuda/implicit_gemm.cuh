@@ -273,48 +273,6 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da,
   __trap();
 #endif
 }
-/// The same MMAs with A (64 x 16) in registers: each warp of the warpgroup holds its 16 rows as the
-/// m16n8k16 A fragment (ldmatrix .x4 layout), so a lane can point ldmatrix at a zero chunk for a row
-/// that was not gathered.
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
-      "}\n"
-      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5), SCN_WG_ACC4(6),
-        SCN_WG_ACC4(7)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n"
-      "}\n"
-      : SCN_WG_ACC4(0), SCN_WG_ACC4(1), SCN_WG_ACC4(2), SCN_WG_ACC4(3), SCN_WG_ACC4(4), SCN_WG_ACC4(5), SCN_WG_ACC4(6),
-        SCN_WG_ACC4(7), SCN_WG_ACC4(8), SCN_WG_ACC4(9), SCN_WG_ACC4(10), SCN_WG_ACC4(11), SCN_WG_ACC4(12),
-        SCN_WG_ACC4(13), SCN_WG_ACC4(14), SCN_WG_ACC4(15)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-#else
-  __trap();
-#endif
-}
 #undef SCN_WG_ACC4
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false>
@@ -340,9 +298,7 @@ struct Tile {
   static constexpr size_t kMapOff = (kMainBytes + 15) / 16 * 16;
   static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4;
   // wgmma tiles align the dynamic shared memory to 1024 bytes themselves (the swizzle's period)
-  // 16 zero bytes after the barriers (wgmma tiles): the A fragments of rows that were not gathered
-  static constexpr size_t kZeroOff = ((kBarOff + 7) / 8 * 8 + STAGES * 8 + 15) / 16 * 16;
-  static constexpr size_t kSmem = kZeroOff + (WG ? 16 + 1024 : 0);
+  static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8 + (WG ? 1024 : 0);
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
   static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
@@ -391,9 +347,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
   int32_t* sOff = sMap + BM * kMaxMapK;
   uint32_t* sMask = reinterpret_cast<uint32_t*>(sOff + kMaxMapK);
   uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + (T::kBarOff + 7) / 8 * 8);
-  if constexpr (WG) {
-    if (threadIdx.x == 0) *reinterpret_cast<uint4*>(smem + T::kZeroOff) = make_uint4(0u, 0u, 0u, 0u);
-  }
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
@@ -444,12 +397,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     a_sm[it] = ptx::pinned(smem_addr(sA) + 2u * uint32_t(WG ? r * T::LDS + ((c16 ^ (r & 7)) << 3) : a_dst[it]));
     a_src[it] = reinterpret_cast<uint64_t>(x + a_col[it]);
   }
-  // wgmma tiles read A through ldmatrix (the register-A wgmma): lane l of warp w addresses row
-  // 16 (w % 4) + (l % 16) of its warpgroup's 64, chunk 2 kk + l / 16, in the 128-byte swizzle; a row
-  // without a neighbour at the step's offset was not gathered and reads the zero chunk instead
-  const int wg_row = (warp >> 2) * 64 + (warp & 3) * 16 + (lane & 15);
-  const uint32_t wg_lane_row = ptx::pinned(smem_addr(sA) + uint32_t(wg_row) * 128u);
-  const uint32_t zero_chunk = ptx::pinned(smem_addr(smem + T::kZeroOff));
   const uint32_t lm_a = ptx::pinned(smem_addr(sA + (wm * T::WM + (lane & 15)) * T::LDS + (lane >> 4) * 8));
   const uint32_t lm_b =
       ptx::pinned(smem_addr(sB + (wn * T::WN + (lane & 7) + (lane >> 4) * 8) * T::LDS + ((lane >> 3) & 1) * 8));
@@ -553,10 +500,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
           for (int q = 0; q < T::A_SEG; ++q) {
             const uint32_t dst = (WG ? a_sm[it] ^ (16u * q) : a_sm[it] + 16u * q) + stage;
-            if (WG && map_smem)  // rows without a neighbour are not copied (their lanes read the zero chunk)
-              ptx::cp_async16_if_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
-            else
-              ptx::cp_async16_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
+            ptx::cp_async16_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
           }
         }
         if constexpr (!TMA_B) {
@@ -602,7 +546,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     // Loads run LOOK steps ahead. wgmma tiles with three or more stages keep one step's MMAs in
     // flight while the next step waits for its data: a stage is refilled two steps after its MMAs
     // were issued, when wgmma.wait_group 1 of the step in between has retired them in every warpgroup.
-    constexpr bool kAsyncMma = false;  // register-A wgmma: a step's A registers are reused by the next
+    constexpr bool kAsyncMma = WG && STAGES >= 3;
     constexpr int LOOK = kAsyncMma ? STAGES - 2 : STAGES - 1;
 #pragma unroll
     for (int s = 0; s < LOOK; ++s) {
@@ -613,7 +557,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     uint32_t slot = gstep % STAGES;
     uint32_t phase = (gstep / STAGES) & 1u;
     int grp_left = nact;  // G > 1: offsets not yet consumed
-    int use_kk = 0, use_c = 0;  // the step's first offset index and channel chunk (as the loader's)
     for (int step = 0; step < nsteps; ++step) {
       cp_async_wait<LOOK - 1>();
       // wgmma reads shared memory through the async proxy: order this thread's gathers and zero
@@ -626,6 +569,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 
       const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : 1;
       grp_left -= G;
+      if constexpr (WG) wg_fence();
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (g >= nsub) break;
@@ -635,22 +579,13 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           // warpgroup j: rows 64j..64j+63 x BN += A(64 x 16) * B(BN x 16)^T per 16 channels (B shared by
           // the warpgroups); a 16-channel step moves the descriptors' start by 32 bytes inside the
           // swizzled 128-byte rows
-          const uint64_t db = wg_desc(tB);
-          const int k = map_smem ? sOff[G > 1 ? use_kk + g : use_kk] : -1;
-          const bool gathered = !map_smem || sMap[wg_row * K + k] >= 0;
-          const uint32_t row_addr = wg_lane_row + 2u * uint32_t(slot * T::A_STAGE + g * T::A_SUB);
-          uint32_t af[BK / 16][4];
-#pragma unroll
-          for (int kk = 0; kk < BK / 16; ++kk)
-            ldmatrix_x4_at(af[kk], gathered ? row_addr + ((uint32_t(2 * kk + (lane >> 4)) ^ uint32_t(wg_row & 7)) << 4)
-                                            : zero_chunk);
-          wg_fence();  // the A registers are written: order them before the MMAs read them
+          const uint64_t da = wg_desc(tA + (warp >> 2) * 64 * T::LDS), db = wg_desc(tB);
 #pragma unroll
           for (int kk = 0; kk < BK / 16; ++kk) {
             if constexpr (BN == 64)
-              wgmma_m64n64k16_rs(acc[0], af[kk], db + 2 * kk);
+              wgmma_m64n64k16(acc[0], da + 2 * kk, db + 2 * kk);
             else
-              wgmma_m64n128k16_rs(acc[0], af[kk], db + 2 * kk);
+              wgmma_m64n128k16(acc[0], da + 2 * kk, db + 2 * kk);
           }
         } else {
           if constexpr (BK == 8) {
@@ -715,12 +650,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       if (++slot == STAGES) {
         slot = 0;
         phase ^= 1u;
-      }
-      if (G > 1) {
-        use_kk += G;
-      } else if (++use_c == chunks) {
-        use_c = 0;
-        ++use_kk;
       }
     }
     if constexpr (kAsyncMma) {
