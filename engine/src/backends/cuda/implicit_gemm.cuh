@@ -275,10 +275,8 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da,
 }
 #undef SCN_WG_ACC4
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false, int BST = 0>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false>
 struct Tile {
-  // weight slices in a ring of their own, shorter than the gathers' (0: the same STAGES); see igemm_kernel
-  static constexpr int BSTAGES = BST > 0 ? BST : STAGES;
   static constexpr int kThreads = WARPS_M * WARPS_N * 32;
   static constexpr int WM = BM / WARPS_M;
   static constexpr int WN = BN / WARPS_N;
@@ -291,7 +289,7 @@ struct Tile {
   static constexpr int A_STAGE = G * A_SUB;
   static constexpr int B_STAGE = G * B_SUB;
   static constexpr int LDC = BN + 8;  // epilogue staging row (halves)
-  static constexpr size_t kPipeBytes = (size_t(STAGES) * A_STAGE + size_t(BSTAGES) * B_STAGE) * sizeof(__half);
+  static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * sizeof(__half);
   static constexpr size_t kStageBytes = size_t(BM) * LDC * sizeof(__half);
   static constexpr int LDR = BN + 4;  // split-K partial sums (floats)
   static constexpr size_t kRedBytes = size_t(BM) * LDR * sizeof(float);
@@ -304,8 +302,6 @@ struct Tile {
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
   static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
-  static_assert(BST == 0 || (BST >= 2 && BST < STAGES && WG && G == 1),
-                "a shorter weight ring: wgmma tiles (TMA weights) of one offset per step only");
   static_assert(!WG || (BK == 64 && BM == 16 * WARPS_M && WARPS_M % 4 == 0 && WARPS_N == 1 && (BN == 64 || BN == 128)),
                 "wgmma tiles: one warpgroup per 64 rows, 64-half (128-byte) rows, N 64 or 128");
   /// Bytes of one pre-tiled weight slice (TMA layout): BN rows of LDS halves.
@@ -334,10 +330,9 @@ struct Tile {
 // and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
 // global workspace). Results then depend on SPLIT but on nothing else of the configuration.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
-          int MODE, bool WG, int BST>
+          int MODE, bool WG>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(const ConvArgs a) {
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG, BST>;
-  constexpr int BSTAGES = T::BSTAGES;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(!WG || (TMA_B && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights");
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
   static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
@@ -408,7 +403,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 
   if constexpr (TMA_B) {
     if (tid == 0) {
-      for (int s = 0; s < BSTAGES; ++s) mbar_init(&sBar[s], 1);
+      for (int s = 0; s < STAGES; ++s) mbar_init(&sBar[s], 1);
       mbar_fence_init();
     }
     __syncthreads();
@@ -477,25 +472,18 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     // step -> (offset group, channel chunk); G > 1 only runs with one chunk
     const int nsteps = G > 1 ? (nact + G - 1) / G : nact * chunks;
 
-    // loader states of the gathers (A, a ring of STAGES) and of the weight slices (B, BSTAGES): the next
-    // step's first offset index and channel chunk; with BSTAGES == STAGES both load the same step
-    int ld_kk = 0, ld_c = 0, lb_kk = 0, lb_c = 0;
-    uint32_t ld_slot = gstep % STAGES, lb_slot = gstep % BSTAGES;
-    auto advance = [&](int& kk, int& c) {
-      if (G > 1) {
-        kk += G;
-      } else if (++c == chunks) {
-        c = 0;
-        ++kk;
-      }
-    };
-    auto load_a = [&]() {
+    // loader state: next step's first offset index and channel chunk
+    int ld_kk = 0, ld_c = 0;
+    uint32_t ld_slot = gstep % STAGES;
+    auto load_next = [&]() {
       const int c0 = ld_c * BK;
-      __half* stB = sB + ld_slot * T::B_STAGE;  // (weights by cp.async: the rings are one)
+      __half* stB = sB + ld_slot * T::B_STAGE;
+      int issued = 0;
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const int kk = ld_kk + g;
         if (G > 1 && kk >= nact) break;
+        ++issued;
         const int k = map_smem ? sOff[kk] : kk;
 #pragma unroll
         for (int it = 0; it < T::A_ITERS; ++it) {
@@ -526,25 +514,25 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           }
         }
       }
-      advance(ld_kk, ld_c);
-      ld_slot = ld_slot + 1 == STAGES ? 0 : ld_slot + 1;
-    };
-    auto load_b = [&]() {
       if constexpr (TMA_B) {
         if (tid == 0) {
-          const int issued = G > 1 ? (nact - lb_kk < G ? nact - lb_kk : G) : 1;
-          __half* stB = sB + lb_slot * T::B_STAGE;
           fence_proxy_async();
-          expect_tx(&sBar[lb_slot], uint32_t(issued) * T::kBSliceBytes);
+          expect_tx(&sBar[ld_slot], uint32_t(issued) * T::kBSliceBytes);
           for (int g = 0; g < issued; ++g) {
-            const int k = map_smem ? sOff[lb_kk + g] : lb_kk + g;
-            const __half* src = wt + ((int64_t(k) * chunks + lb_c) * gridDim.y + blockIdx.y) * T::B_SUB;
-            tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[lb_slot]);
+            const int k = map_smem ? sOff[ld_kk + g] : ld_kk + g;
+            const __half* src = wt + ((int64_t(k) * chunks + ld_c) * gridDim.y + blockIdx.y) * T::B_SUB;
+            tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[ld_slot]);
           }
         }
-        advance(lb_kk, lb_c);
-        lb_slot = lb_slot + 1 == BSTAGES ? 0 : lb_slot + 1;
       }
+      // advance
+      if (G > 1) {
+        ld_kk += G;
+      } else if (++ld_c == chunks) {
+        ld_c = 0;
+        ++ld_kk;
+      }
+      ld_slot = ld_slot + 1 == STAGES ? 0 : ld_slot + 1;
     };
 
     AccT acc[T::MT][T::NT][4];
@@ -558,30 +546,25 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     // Loads run LOOK steps ahead. wgmma tiles with three or more stages keep one step's MMAs in
     // flight while the next step waits for its data: a stage is refilled two steps after its MMAs
     // were issued, when wgmma.wait_group 1 of the step in between has retired them in every warpgroup.
-    // A shorter weight ring (BST) runs the weights LOOK_B = BSTAGES - 1 steps ahead and the gathers
-    // STAGES - 1 (the gathers' latency is the longer chain; their stages are half the weights' bytes).
-    constexpr bool kAsyncMma = WG && STAGES >= 3 && BST == 0;
+    constexpr bool kAsyncMma = WG && STAGES >= 3;
     constexpr int LOOK = kAsyncMma ? STAGES - 2 : STAGES - 1;
-    constexpr int LOOK_B = BST > 0 ? BSTAGES - 1 : LOOK;
 #pragma unroll
     for (int s = 0; s < LOOK; ++s) {
-      if (s < nsteps) load_a();
-      if (s < LOOK_B && s < nsteps) load_b();
+      if (s < nsteps) load_next();
       cp_async_commit();
     }
 
-    uint32_t slot = gstep % STAGES, bslot = gstep % BSTAGES;
-    uint32_t phase = (gstep / BSTAGES) & 1u;  // of the weight slot's mbarrier
+    uint32_t slot = gstep % STAGES;
+    uint32_t phase = (gstep / STAGES) & 1u;
     int grp_left = nact;  // G > 1: offsets not yet consumed
     for (int step = 0; step < nsteps; ++step) {
       cp_async_wait<LOOK - 1>();
       // wgmma reads shared memory through the async proxy: order this thread's gathers and zero
       // stores before it (the barrier below then publishes them to the warpgroup)
       if constexpr (WG) fence_proxy_async();
-      if constexpr (TMA_B) mbar_wait(&sBar[bslot], phase);
+      if constexpr (TMA_B) mbar_wait(&sBar[slot], phase);
       __syncthreads();
-      if (step + LOOK < nsteps) load_a();
-      if (step + LOOK_B < nsteps) load_b();
+      if (step + LOOK < nsteps) load_next();
       cp_async_commit();
 
       const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : 1;
@@ -591,7 +574,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       for (int g = 0; g < G; ++g) {
         if (g >= nsub) break;
         const __half* tA = sA + slot * T::A_STAGE + g * T::A_SUB;
-        const __half* tB = sB + bslot * T::B_STAGE + g * T::B_SUB;
+        const __half* tB = sB + slot * T::B_STAGE + g * T::B_SUB;
         if constexpr (WG) {
           // warpgroup j: rows 64j..64j+63 x BN += A(64 x 16) * B(BN x 16)^T per 16 channels (B shared by
           // the warpgroups); a 16-channel step moves the descriptors' start by 32 bytes inside the
@@ -630,7 +613,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
             uint32_t af[T::MT][4];
             uint32_t bf[T::NT][2];
             const uint32_t st_a = lm_a + 2u * uint32_t(slot * T::A_STAGE + g * T::A_SUB);
-            const uint32_t st_b = lm_b + 2u * uint32_t(bslot * T::B_STAGE + g * T::B_SUB);
+            const uint32_t st_b = lm_b + 2u * uint32_t(slot * T::B_STAGE + g * T::B_SUB);
 #pragma unroll
             for (int i = 0; i < T::MT; ++i) ldmatrix_x4_at(af[i], st_a + 2u * (i * 16 * T::LDS + kk * 16));
 #pragma unroll
@@ -664,9 +647,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         wg_wait<0>();
         wg_fence_acc(acc[0]);
       }
-      if (++slot == STAGES) slot = 0;
-      if (++bslot == BSTAGES) {
-        bslot = 0;
+      if (++slot == STAGES) {
+        slot = 0;
         phase ^= 1u;
       }
     }
@@ -886,12 +868,12 @@ struct Instance {
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
 /// (igemm_config_name), so no instance carries a hand-typed name.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
-          int SPLIT = 1, int MODE = kF16, bool WG = false, int BST = 0>
+          int SPLIT = 1, int MODE = kF16, bool WG = false>
 inline Instance make_instance() {
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG, BST>;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
-  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB, false, BST},
-                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG, BST>,
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB},
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>,
                   T::kSmem,
                   T::kThreads};
 }

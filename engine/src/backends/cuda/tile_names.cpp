@@ -11,7 +11,6 @@ std::string igemm_config_name(const IgemmConfig& c) {
   std::string n = c.mode == 0 ? "igemm" : c.mode == 1 ? "igemm-q" : "igemm-i8";
   n += " m" + std::to_string(c.bm) + "n" + std::to_string(c.bn) + "k" + std::to_string(c.bk) + "s" +
        std::to_string(c.stages);
-  if (c.b_stages > 0) n += "b" + std::to_string(c.b_stages);
   if (c.tma) n += "t";
   const int warps = c.warps_m * c.warps_n;
   if (warps != 4) n += "w" + std::to_string(warps);
