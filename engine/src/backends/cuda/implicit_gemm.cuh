@@ -25,6 +25,8 @@
 // int8 or fp16 and applies an int8 / fp16 residual Add exactly as the CPU oracle does.
 #pragma once
 
+#include <cuda.h>
+
 #include <type_traits>
 #include <vector>
 
@@ -863,6 +865,7 @@ struct Instance {
   void (*kernel)(const ConvArgs);
   size_t smem;
   int threads;
+  void (*kernel_tg)(const ConvArgs, const CUtensorMap) = nullptr;  ///< PROBE: ws gathers by TMA tensor copies
 };
 
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
