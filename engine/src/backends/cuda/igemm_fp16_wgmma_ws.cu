@@ -17,10 +17,6 @@ void add_instances_fp16_wgmma_ws(std::vector<Instance>& v) {
   v.push_back(make_ws_instance<128, 128, 6>());
   v.push_back(make_ws_instance<64, 128, 4>());
   v.push_back(make_ws_instance<64, 128, 6>());
-  v.push_back(make_ws_instance<128, 64, 3, true>());  // PROBE
-  v.push_back(make_ws_instance<128, 64, 4, true>());  // PROBE
-  v.push_back(make_ws_instance<128, 128, 4, true>());  // PROBE
-  v.push_back(make_ws_instance<64, 128, 4, true>());   // PROBE
 }
 
 }  // namespace scn::cuda::igemm

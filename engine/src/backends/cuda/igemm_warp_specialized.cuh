@@ -20,8 +20,6 @@
 // time into fp32 — the order of every non-split tile, so the output is bitwise theirs.
 #pragma once
 
-#include <cuda.h>
-
 #include "backends/cuda/implicit_gemm.cuh"
 
 namespace scn::cuda::igemm {
@@ -46,31 +44,14 @@ struct WsTile {
   // the block's bias[BN]
   static constexpr size_t kMapOff = kPipeBytes;
   static constexpr size_t kBarOff = kMapOff + size_t(kMaxMapK) * BM * 4;
-  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 8 * 4 + 1024;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(STAGES >= 3, "at least two steps in flight while the consumers hold one slot");
 };
 
-/// Adds `bytes` to the current phase's transaction count without arriving.
-__device__ __forceinline__ void expect_tx_only(uint64_t* bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-#endif
-}
-/// One row of a 2-D TMA tensor copy (a box of 64 channels x 1 row): lands in the 128-byte swizzle of `dst`.
-__device__ __forceinline__ void tma_row(void* dst, const void* map, int c0, int row, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smem_addr(dst)),
-      "l"(map), "r"(c0), "r"(row), "r"(smem_addr(bar))
-      : "memory");
-#endif
-}
-
-template <int BM, int BN, int STAGES, bool TG = false>
-__device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xmap) {
+template <int BM, int BN, int STAGES>
+__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
   using T = WsTile<BM, BN, STAGES>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -81,7 +62,6 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
   int* info = reinterpret_cast<int*>(empty + STAGES);            // 1: the slot's step is its tile's last
   uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
   float* bias_s = reinterpret_cast<float*>(wmask + 8);           // bias[n0 .. n0 + BN), 0 beyond cout_w
-  int* cnt_s = reinterpret_cast<int*>(bias_s + BN);              // PROBE (TG): rows with a neighbour per warp, by step parity
   // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
   int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
 
@@ -94,7 +74,7 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], TG ? 1 : 128 + 1);    // every producer thread + the TMA arrival (TG: thread 0 alone)
+      mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
     mbar_fence_init();
@@ -116,7 +96,6 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
     const int row0 = ptid / K, k0 = ptid - row0 * K, step_row = 128 / K, step_k = 128 - step_row * K;
     const int units = a.cin_p / 8;  // 16-byte units per input row
     uint32_t slot = 0, phase = 0;   // ring position of the next step, and its round's parity
-    uint32_t tg_step = 0;           // PROBE (TG): steps issued
     bool wrapped = false;           // every slot has been filled once: wait until the consumers free it
     int parity = 0;
     bool waited = false;
@@ -144,7 +123,7 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
 #pragma unroll
           for (int b = 0; b < kMapBatch; ++b) {
             if (i0 + 128 * b < total) {
-              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? (TG ? ent[b] : ent[b] * units) : -1;
+              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? ent[b] * units : -1;
               if (ent[b] >= 0) mine |= 1u << k;
             }
             row += step_row;
@@ -173,51 +152,25 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
           if (wrapped) mbar_wait(&empty[slot], phase ^ 1u);
           if (ptid == 0) {
             info[slot] = mask == 0u && c + 1 == chunks;
-            if (!TG) expect_tx(&full[slot], T::kBSliceBytes);
+            expect_tx(&full[slot], T::kBSliceBytes);
             tma_load_1d(sB + slot * T::B_STAGE, wt + ((int64_t(k) * chunks + c) * gridDim.y + blockIdx.y) * T::B_STAGE,
                         T::kBSliceBytes, &full[slot]);
           }
-          if constexpr (TG) {
-            // PROBE: one TMA tensor copy per row with a neighbour (thread ptid: row ptid, its bytes added to
-            // the slot's transaction count first); rows without one are zeroed by the thread's own shared
-            // stores, published to the async proxy (wgmma) by a proxy fence before its arrival
-            // one mbarrier operation per step (as ring_step_bench): the rows' TMA copies complete on "full"
-            // (the transaction count may run below zero until thread 0 adds the step's bytes), zero rows are
-            // shared stores published by a proxy fence and the producers' barrier, then thread 0 arrives once
-            const int e = ptid < BM ? map_s[(k * 16 + (ptid & 15)) * T::RI + (ptid >> 4)] : -1;
-            __half* dst = sA + slot * T::A_STAGE + ptid * T::BK;
-            if (e >= 0) {
-              tma_row(dst, xmap, c * T::BK, e, &full[slot]);
-            } else if (ptid < BM) {
+          // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
+          __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
+          // each copy's source: one wide multiply-add of the 32-bit row offset onto a 64-bit base (the
+          // producer's instructions per step set the pace of the ring)
+          const uint64_t xc = reinterpret_cast<uint64_t>(reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch);
+          int e[T::RI];
 #pragma unroll
-              for (int q = 0; q < T::BK / 8; ++q) reinterpret_cast<uint4*>(dst)[q] = make_uint4(0u, 0u, 0u, 0u);
-              fence_proxy_async();
-            }
-            const int real = __popc(__ballot_sync(0xffffffffu, e >= 0));
-            if (lane == 0) cnt_s[(tg_step & 1) * 4 + warp] = real;
-            producer_barrier();
-            if (ptid == 0) {
-              const int* cs = cnt_s + (tg_step & 1) * 4;
-              expect_tx(&full[slot], T::kBSliceBytes + uint32_t(cs[0] + cs[1] + cs[2] + cs[3]) * uint32_t(T::BK * 2));
-            }
-            ++tg_step;
-          } else {
-            // rows g + 16 i share the swizzle (r % 8 = g % 8): chunk ch of each lands at one offset, 2 KiB apart
-            __half* dA = sA + slot * T::A_STAGE + g * T::BK + ((ch ^ (g & 7)) << 3);
-            // each copy's source: one wide multiply-add of the 32-bit row offset onto a 64-bit base (the
-            // producer's instructions per step set the pace of the ring)
-            const uint64_t xc = reinterpret_cast<uint64_t>(reinterpret_cast<const uint4*>(x) + c * (T::BK / 8) + ch);
-            int e[T::RI];
-  #pragma unroll
-            for (int i = 0; i < T::RI; i += 4)
-              *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
-  #pragma unroll
-            for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
-              ptx::cp_async16_zfill(dA + i * 16 * T::BK,
-                                    reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
-                                    e[i] >= 0 ? 16u : 0u);
-            cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
-          }
+          for (int i = 0; i < T::RI; i += 4)
+            *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
+#pragma unroll
+          for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
+            ptx::cp_async16_zfill(dA + i * 16 * T::BK,
+                                  reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
+                                  e[i] >= 0 ? 16u : 0u);
+          cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
           if (++slot == STAGES) {
             slot = 0;
             phase ^= 1u;
@@ -311,27 +264,13 @@ __device__ __forceinline__ void igemm_ws_body(const ConvArgs& a, const void* xma
   grid_dependency_wait();
 }
 
-template <int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
-  igemm_ws_body<BM, BN, STAGES, false>(a, nullptr);
-}
-// PROBE: the tensor map of x as a __grid_constant__ parameter (param space, as TMA descriptors are meant to be passed)
-template <int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1)
-    igemm_ws_tg_kernel(const ConvArgs a, const __grid_constant__ CUtensorMap xmap) {
-  igemm_ws_body<BM, BN, STAGES, true>(a, &xmap);
-}
-
 /// The registry entry of a warp-specialised tile (implicit_gemm.cuh Instance; name from its fields).
-template <int BM, int BN, int STAGES, bool TG = false>
+template <int BM, int BN, int STAGES>
 inline Instance make_ws_instance() {
   using T = WsTile<BM, BN, STAGES>;
   IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
   c.ws = true;
-  if (TG) c.min_blocks = 2;  // PROBE: a distinct name ("r2")
-  Instance in{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads};
-  if (TG) in.kernel_tg = &igemm_ws_tg_kernel<BM, BN, STAGES>;
-  return in;
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads};
 }
 
 }  // namespace scn::cuda::igemm

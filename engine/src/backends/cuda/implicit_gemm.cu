@@ -1,12 +1,7 @@
 // Implicit-GEMM registry and launcher (the kernel is in implicit_gemm.cuh, its instances in
 // igemm_fp16_*.cu and igemm_int8*.cu).
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <cstring>
 #include <deque>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,31 +54,6 @@ PerDevice<LaunchLimits>& limits() {
 }
 
 const LaunchLimits& current_limits() { return limits().get(current_cuda_device(), "igemm_init"); }
-
-// PROBE: the tensor map of x for the ws tensor-gather tiles (64 channels x 1 row boxes, 128-byte swizzle), by (x, cin_p)
-CUtensorMap probe_tensor_map(const void* x, int cin_p) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  static std::map<std::pair<const void*, int>, CUtensorMap> cache;
-  const auto it = cache.find({x, cin_p});
-  if (it != cache.end()) return it->second;
-  static PFN_cuTensorMapEncodeTiled_v12000 enc = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    SCN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-    SCN_CHECK(q == cudaDriverEntryPointSuccess, "cuTensorMapEncodeTiled is not available");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  CUtensorMap m{};
-  const cuuint64_t dx[2] = {cuuint64_t(cin_p), cuuint64_t(1) << 30}, sx[1] = {cuuint64_t(cin_p) * 2};
-  const cuuint32_t box[2] = {64, 1}, es[2] = {1, 1};
-  SCN_CHECK(enc(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(x), dx, sx, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS,
-            "encode x map");
-  cache[{x, cin_p}] = m;
-  return m;
-}
 
 /// The launch attribute of a split tile: clusters of `split` CTAs along z (the offsets they share).
 cudaLaunchAttribute split_cluster(int split) {
@@ -171,7 +141,7 @@ void igemm_init() {
       const Instance& in = all[i];
       // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
       if (in.cfg.wgmma && !wgmma) continue;
-      const auto* fn = in.kernel_tg ? reinterpret_cast<const void*>(in.kernel_tg) : reinterpret_cast<const void*>(in.kernel);
+      const auto* fn = reinterpret_cast<const void*>(in.kernel);
       SCN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
       int bps = 0;
       SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.threads, in.smem));
@@ -197,9 +167,8 @@ void igemm_init() {
   });
 }
 
-void launch_igemm(int id, const ConvArgs& a0, int sm_count, cudaStream_t st, bool pdl) {
+void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const Instance& in = instances().at(size_t(id));
-  ConvArgs a = a0;
   const LaunchLimits& lim = current_limits();
   const int max_clusters = lim.max_clusters[size_t(id)];
   const int64_t tiles = (a.cap_out + in.cfg.bm - 1) / in.cfg.bm;
@@ -211,24 +180,7 @@ void launch_igemm(int id, const ConvArgs& a0, int sm_count, cudaStream_t st, boo
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
   pdl = pdl && lim.pdl[size_t(id)];
-  if (in.kernel_tg) {
-    const CUtensorMap m = probe_tensor_map(a.x, a.cin_p);
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(unsigned(in.threads));
-    cfg.dynamicSmemBytes = in.smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    unsigned na = 0;
-    if (pdl) {
-      attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[na].val.programmaticStreamSerializationAllowed = 1;
-      ++na;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = na;
-    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel_tg, a, m));
-  } else if (split == 1 && !pdl) {
+  if (split == 1 && !pdl) {
     in.kernel<<<grid, in.threads, in.smem, st>>>(a);
   } else {
     cudaLaunchConfig_t cfg{};

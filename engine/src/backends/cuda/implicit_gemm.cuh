@@ -25,8 +25,6 @@
 // int8 or fp16 and applies an int8 / fp16 residual Add exactly as the CPU oracle does.
 #pragma once
 
-#include <cuda.h>
-
 #include <type_traits>
 #include <vector>
 
@@ -865,7 +863,6 @@ struct Instance {
   void (*kernel)(const ConvArgs);
   size_t smem;
   int threads;
-  void (*kernel_tg)(const ConvArgs, const CUtensorMap) = nullptr;  ///< PROBE: ws gathers by TMA tensor copies
 };
 
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
