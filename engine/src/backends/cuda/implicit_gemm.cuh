@@ -298,11 +298,7 @@ struct Tile {
   static constexpr size_t kMapOff = (kMainBytes + 15) / 16 * 16;
   static constexpr size_t kBarOff = kMapOff + size_t(BM) * kMaxMapK * 4 + (kMaxMapK + 4) * 4;
   // wgmma tiles align the dynamic shared memory to 1024 bytes themselves (the swizzle's period)
-  // mma.sync tiles of 16-channel steps do not copy rows without a neighbour: their lanes point ldmatrix
-  // at 16 zero bytes after the barriers instead (wgmma reads whole tiles, so its rows are zero-filled)
-  static constexpr bool kSkipAbsent = !WG && BK % 16 == 0;
-  static constexpr size_t kZeroOff = ((kBarOff + 7) / 8 * 8 + STAGES * 8 + 15) / 16 * 16;
-  static constexpr size_t kSmem = kSkipAbsent ? kZeroOff + 16 : (kBarOff + 7) / 8 * 8 + STAGES * 8 + (WG ? 1024 : 0);
+  static constexpr size_t kSmem = (kBarOff + 7) / 8 * 8 + STAGES * 8 + (WG ? 1024 : 0);
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
   static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
@@ -351,9 +347,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
   int32_t* sOff = sMap + BM * kMaxMapK;
   uint32_t* sMask = reinterpret_cast<uint32_t*>(sOff + kMaxMapK);
   uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + (T::kBarOff + 7) / 8 * 8);
-  if constexpr (T::kSkipAbsent) {
-    if (threadIdx.x == 0) *reinterpret_cast<uint4*>(smem + T::kZeroOff) = make_uint4(0u, 0u, 0u, 0u);
-  }
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
@@ -404,7 +397,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     a_sm[it] = ptx::pinned(smem_addr(sA) + 2u * uint32_t(WG ? r * T::LDS + ((c16 ^ (r & 7)) << 3) : a_dst[it]));
     a_src[it] = reinterpret_cast<uint64_t>(x + a_col[it]);
   }
-  const uint32_t zero_chunk = ptx::pinned(smem_addr(smem + T::kZeroOff));
   const uint32_t lm_a = ptx::pinned(smem_addr(sA + (wm * T::WM + (lane & 15)) * T::LDS + (lane >> 4) * 8));
   const uint32_t lm_b =
       ptx::pinned(smem_addr(sB + (wn * T::WN + (lane & 7) + (lane >> 4) * 8) * T::LDS + ((lane >> 3) & 1) * 8));
@@ -508,10 +500,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
           for (int q = 0; q < T::A_SEG; ++q) {
             const uint32_t dst = (WG ? a_sm[it] ^ (16u * q) : a_sm[it] + 16u * q) + stage;
-            if (T::kSkipAbsent && map_smem)  // not copied: the ldmatrix lanes of such a row read the zero chunk
-              ptx::cp_async16_if_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
-            else
-              ptx::cp_async16_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
+            ptx::cp_async16_row(dst, reinterpret_cast<const void*>(src + 16u * q), src_row);
           }
         }
         if constexpr (!TMA_B) {
@@ -567,8 +556,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 
     uint32_t slot = gstep % STAGES;
     uint32_t phase = (gstep / STAGES) & 1u;
-    int grp_left = nact;        // G > 1: offsets not yet consumed
-    int use_kk = 0, use_c = 0;  // the step's first offset index and channel chunk (as the loader's)
+    int grp_left = nact;  // G > 1: offsets not yet consumed
     for (int step = 0; step < nsteps; ++step) {
       cp_async_wait<LOOK - 1>();
       // wgmma reads shared memory through the async proxy: order this thread's gathers and zero
@@ -620,15 +608,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
                 if constexpr (MODE == kI8) mma_16816_s8(acc[i][j], af[i], bf[j]);
               }
           }
-          // the rows this lane addresses for ldmatrix: were they gathered at this step's offset?
-          bool gathered[T::MT];
-#pragma unroll
-          for (int i = 0; i < T::MT; ++i) gathered[i] = true;
-          if (T::kSkipAbsent && map_smem) {
-            const int k = sOff[G > 1 ? use_kk + g : use_kk];
-#pragma unroll
-            for (int i = 0; i < T::MT; ++i) gathered[i] = sMap[(wm * T::WM + i * 16 + (lane & 15)) * K + k] >= 0;
-          }
 #pragma unroll
           for (int kk = 0; kk < BK / 16; ++kk) {
             uint32_t af[T::MT][4];
@@ -636,8 +615,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
             const uint32_t st_a = lm_a + 2u * uint32_t(slot * T::A_STAGE + g * T::A_SUB);
             const uint32_t st_b = lm_b + 2u * uint32_t(slot * T::B_STAGE + g * T::B_SUB);
 #pragma unroll
-            for (int i = 0; i < T::MT; ++i)
-              ldmatrix_x4_at(af[i], gathered[i] ? st_a + 2u * (i * 16 * T::LDS + kk * 16) : zero_chunk);
+            for (int i = 0; i < T::MT; ++i) ldmatrix_x4_at(af[i], st_a + 2u * (i * 16 * T::LDS + kk * 16));
 #pragma unroll
             for (int j = 0; j < T::NT / 2; ++j) {
               uint32_t r[4];
@@ -672,12 +650,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       if (++slot == STAGES) {
         slot = 0;
         phase ^= 1u;
-      }
-      if (G > 1) {
-        use_kk += G;
-      } else if (++use_c == chunks) {
-        use_c = 0;
-        ++use_kk;
       }
     }
     if constexpr (kAsyncMma) {
