@@ -106,6 +106,28 @@ TEST_P(CudaConv, MatchesCpuReference) {
 INSTANTIATE_TEST_SUITE_P(All, CudaConv, ::testing::ValuesIn(conv_cases()),
                          [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
 
+// Kernel maps on a grid whose bitmap keys exceed 32 bits (2^26 words or more: the map kernels keep 64-bit keys
+// there, 32-bit ones below): voxels in a box far out in a 1024 x 2048 x 2048 grid (their keys above 2^32), a
+// subm conv and a strided conv against the CPU oracle (the strided map looks the sites up in the big grid).
+TEST(CudaBackend, KernelMapsBeyond32BitKeys) {
+  SCN_REQUIRE_CUDA();
+  const Int3 big{1024, 2048, 2048}, box{8, 20, 20}, at{1000, 2020, 2020};
+  ASSERT_GE(int64_t(big[0]) * big[1] * big[2] / 64, int64_t(1) << 26) << "the grid must need 64-bit keys";
+  SparseInput in = random_input(2500, 16, box, 1, 311);
+  int32_t* idx = in.indices.ptr<int32_t>();
+  for (int64_t i = 0; i < in.indices.dim(0); ++i)
+    for (int a = 0; a < 3; ++a) idx[4 * i + 1 + a] += at[a];
+  in.grid = big;
+  const int64_t first_key = (int64_t(idx[1]) * big[1] + idx[2]) * big[2] + idx[3];
+  ASSERT_GT(first_key, int64_t(1) << 32) << "the voxels' keys must not fit 32 bits";
+  const Int3 k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
+  for (const ConvCase& cc : {ConvCase{16, 16, k3, one, one, one, true, Activation::ReLU, 1, 2500, big, "subm"},
+                             ConvCase{16, 32, k3, two, one, one, false, Activation::ReLU, 1, 2500, big, "strided"}}) {
+    SCOPED_TRACE(cc.name);
+    expect_close(single_conv(cc, 312), {in}, 1e-3, cuda_options(true, 0, 1));
+  }
+}
+
 // Every compiled implicit-GEMM tile configuration on the same layers.
 TEST(CudaBackend, EveryTileConfigMatches) {
   SCN_REQUIRE_CUDA();
