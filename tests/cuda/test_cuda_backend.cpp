@@ -107,11 +107,11 @@ INSTANTIATE_TEST_SUITE_P(All, CudaConv, ::testing::ValuesIn(conv_cases()),
                          [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
 
 // Kernel maps on a grid whose bitmap keys exceed 32 bits (2^26 words or more: the map kernels keep 64-bit keys
-// there, 32-bit ones below): voxels in a box far out in a 1024 x 2048 x 2048 grid (their keys above 2^32), a
+// there, 32-bit ones below): voxels in a box far out in a 1100 x 2048 x 2048 grid (their keys above 2^32), a
 // subm conv and a strided conv against the CPU oracle (the strided map looks the sites up in the big grid).
 TEST(CudaBackend, KernelMapsBeyond32BitKeys) {
   SCN_REQUIRE_CUDA();
-  const Int3 big{1024, 2048, 2048}, box{8, 20, 20}, at{1000, 2020, 2020};
+  const Int3 big{1100, 2048, 2048}, box{8, 20, 20}, at{1050, 2020, 2020};
   ASSERT_GE(int64_t(big[0]) * big[1] * big[2] / 64, int64_t(1) << 26) << "the grid must need 64-bit keys";
   SparseInput in = random_input(2500, 16, box, 1, 311);
   int32_t* idx = in.indices.ptr<int32_t>();
