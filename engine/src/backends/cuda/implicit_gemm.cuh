@@ -40,7 +40,6 @@ using ptx::cp_async16;
 using ptx::cp_async4;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;
-using ptx::ldmatrix_x4;
 using ptx::ldmatrix_x4_at;
 using ptx::mma_16816;
 using ptx::smem_addr;

@@ -1,7 +1,7 @@
 // Inline-PTX building blocks shared by the implicit-GEMM kernels (implicit_gemm.cuh) and the
 // warp-independent osplit kernel (igemm_offset_split.cuh): shared-memory addresses, cp.async copies
-// and groups, ldmatrix, the fp16 m16n8k16 tensor-core MMA, named barriers, and the programmatic-launch
-// controls.
+// (plain, zero-filling, predicated on a gathered row) and groups, values pinned in registers, ldmatrix,
+// the fp16 m16n8k16 tensor-core MMA, named barriers, and the programmatic-launch controls.
 #pragma once
 
 #include <cstdint>
@@ -88,12 +88,8 @@ __device__ __forceinline__ void cp_async_wait_mem() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
+/// Four 8x8 b16 matrices from shared memory; `addr` is this lane's row address (smem_addr), so that the
+/// kernels can keep lane-constant addresses in registers and add immediates to them.
 __device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
