@@ -11,6 +11,13 @@
 //   bulk        one 128-byte TMA bulk copy (cp.async.bulk) per thread, thread 0 expects the bytes
 //   tensor P%   one 2-D TMA tensor copy of a 1-row box (64 fp16 channels, 128-byte swizzle) per thread;
 //               rows absent with probability 1 - P are requested out of bounds (the TMA writes zeros)
+//   tensor P%, zeros by STS (+fence)   present rows by tensor copy (each thread adds its bytes to the
+//               slot's transaction count), absent rows by the thread's shared stores and a proxy fence
+//               (what a wgmma reader needs; also without the fence, for its cost); every thread arrives
+//   tensor P%, zeros by bulk copy      absent rows by a 128-byte bulk copy of one zero row in global memory
+//   ... 2^30-row map / consecutive rows   the same with the rows declared as 2^30 of them, or with the
+//               present rows consecutive source rows (a tile's neighbours at one offset)
+//   + W KiB weights                    thread 0 also copies a weight slice of W bytes by one bulk copy per step
 // with 1, 2 and 3 blocks per SM on every SM (medians of 7 launches of 2,000 steps, CUDA events); and
 // first a check that a 1-row tensor box lands in the 128-byte swizzle of its destination address (chunk
 // c of slot row r at c ^ (r % 8)) and that an out-of-bounds row arrives as zeros, counted in full.
@@ -29,7 +36,22 @@
 namespace scn::cuda {
 namespace {
 
-enum Fill { kHandshake, kZfill, kReal, kMixed, kLdgSts, kBulk, kTensor };
+enum Fill {
+  kHandshake,
+  kZfill,
+  kReal,
+  kMixed,
+  kLdgSts,
+  kBulk,
+  kTensor,
+  kTensorSts,
+  kTensorStsNoFence,
+  kTensorBulkZero,
+  kTensorStsSeq
+};
+
+// with a weight slice per step (W > 0): thread 0 also copies W bytes of weights by one bulk copy into the
+// step's weight slot and adds them to the slot's transaction count, as the ws producer does
 
 constexpr int kProducers = 128, kChunks = 8, kStages = 3, kSteps = 2000;
 
@@ -37,6 +59,7 @@ constexpr int kProducers = 128, kChunks = 8, kStages = 3, kSteps = 2000;
 // instructions the warp-specialised producer and consumers issue.
 using igemm::cp_async_arrive_noinc;
 using igemm::expect_tx;
+using igemm::fence_proxy_async;
 using igemm::mbar_arrive;
 using igemm::mbar_fence_init;
 using igemm::mbar_init;
@@ -96,7 +119,15 @@ __global__ void check_tensor_rows(const __grid_constant__ CUtensorMap map, const
   }
 }
 
-template <Fill F, int PRESENT>
+// 128 zero bytes in global memory: the source of kTensorBulkZero's absent rows
+__device__ uint4 zero_row[8];
+
+__device__ __forceinline__ void expect_tx_only(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+template <Fill F, int PRESENT, int W = 0>
 __global__ void __launch_bounds__(kProducers + 128)
     ring(const uint4* __restrict__ src, unsigned rows, unsigned long long* sink,
          const __grid_constant__ CUtensorMap map) {
@@ -106,7 +137,7 @@ __global__ void __launch_bounds__(kProducers + 128)
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], F == kBulk || F == kTensor ? 1 : kProducers);
+      mbar_init(&full[s], F == kBulk || F == kTensor || F == kTensorBulkZero ? 1 : kProducers + (W > 0 && F == kMixed));
       mbar_init(&empty[s], 4);  // lane 0 of every consumer warp
     }
     mbar_fence_init();
@@ -119,7 +150,41 @@ __global__ void __launch_bounds__(kProducers + 128)
     for (int i = 0; i < kSteps; ++i) {
       if (wrapped) mbar_wait(&empty[slot], phase ^ 1u);
       uint4* dst = slots + slot * kProducers * kChunks + tid * kChunks;
-      if (F == kTensor) {
+      if (W > 0 && tid == 0) {
+        uint8_t* wslot = reinterpret_cast<uint8_t*>(slots + kStages * kProducers * kChunks) + slot * W;
+        if (F == kMixed)
+          expect_tx(&full[slot], W);  // (kMixed: the weights' arrival is thread 0's only one)
+        else
+          expect_tx_only(&full[slot], W);
+        tma_load_1d(wslot, src + (i % 64) * (W / 16), W, &full[slot]);
+      }
+      if (F == kTensorSts || F == kTensorStsNoFence || F == kTensorStsSeq) {
+        // present rows: the thread adds its bytes and copies by TMA (Seq: consecutive source rows, as a tile's
+        // neighbours at one offset are runs of consecutive input rows, the block's window moving every step);
+        // absent rows: zeros by shared stores (and a proxy fence, as a wgmma reader needs); every thread arrives
+        h = h * 1664525u + 1013904223u;
+        const bool present = (h >> 16) % 100u < unsigned(PRESENT);
+        if (present) {
+          const unsigned row = F == kTensorStsSeq ? blockIdx.x * 4096u + unsigned(i) * 128u + unsigned(tid) : h;
+          expect_tx_only(&full[slot], kChunks * 16);
+          tensor_row(dst, &map, int(row % (rows / 8)), &full[slot]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c) dst[c] = make_uint4(0u, 0u, 0u, 0u);
+          if (F != kTensorStsNoFence) fence_proxy_async();
+        }
+        mbar_arrive(&full[slot]);
+      } else if (F == kTensorBulkZero) {
+        // present rows by tensor TMA, absent rows by a 128-byte bulk copy of a zero row: every row by the TMA
+        // unit, one expect_tx of the slot's bytes
+        if (tid == 0) expect_tx(&full[slot], kProducers * kChunks * 16);
+        h = h * 1664525u + 1013904223u;
+        const bool present = (h >> 16) % 100u < unsigned(PRESENT);
+        if (present)
+          tensor_row(dst, &map, int(h % (rows / 8)), &full[slot]);
+        else
+          tma_load_1d(dst, zero_row, kChunks * 16, &full[slot]);
+      } else if (F == kTensor) {
         if (tid == 0) expect_tx(&full[slot], kProducers * kChunks * 16);
         h = h * 1664525u + 1013904223u;
         const bool present = (h >> 16) % 100u < unsigned(PRESENT);
@@ -174,10 +239,10 @@ __global__ void __launch_bounds__(kProducers + 128)
   }
 }
 
-template <Fill F, int PRESENT = 100>
+template <Fill F, int PRESENT = 100, int W = 0>
 void run(const char* name, const uint4* src, unsigned rows, unsigned long long* sink, int sms, const CUtensorMap& map) {
-  const int smem = kStages * kProducers * kChunks * 16 + 1024;
-  cudaFuncSetAttribute(ring<F, PRESENT>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int smem = kStages * (kProducers * kChunks * 16 + W) + 1024;
+  cudaFuncSetAttribute(ring<F, PRESENT, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   std::printf("%-34s", name);
   for (int per_sm = 1; per_sm <= 3; ++per_sm) {
     cudaEvent_t a, b;
@@ -186,7 +251,7 @@ void run(const char* name, const uint4* src, unsigned rows, unsigned long long* 
     std::vector<float> ms;
     for (int r = 0; r < 7; ++r) {
       cudaEventRecord(a);
-      ring<F, PRESENT><<<sms * per_sm, kProducers + 128, smem>>>(src, rows, sink, map);
+      ring<F, PRESENT, W><<<sms * per_sm, kProducers + 128, smem>>>(src, rows, sink, map);
       cudaEventRecord(b);
       cudaEventSynchronize(b);
       float t = 0.f;
@@ -224,7 +289,7 @@ int main() {
   cudaMemset(src, 1, size_t(rows) * 16);
   cudaMalloc(&sink, 8);
   // the source as a 2-D tensor of fp16: 64 channels (128 bytes) per row, boxes of one row
-  CUtensorMap map{};
+  CUtensorMap map{}, huge_map{};  // huge_map: the same rows declared as 2^30 of them
   bool tensor_ok = false;
   {
     void* fn = nullptr;
@@ -242,6 +307,13 @@ int main() {
     if (r != CUDA_SUCCESS) {
       std::printf("cuTensorMapEncodeTiled failed (%d)\n", int(r));
       return 1;
+    }
+    {
+      const cuuint64_t hdims[2] = {64, cuuint64_t(1) << 30};
+      const CUresult rh = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+          &huge_map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, src, hdims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (rh != CUDA_SUCCESS) std::printf("cuTensorMapEncodeTiled (2^30 rows) failed (%d)\n", int(rh));
     }
     std::vector<uint16_t> host(size_t(rows) * 8);
     for (size_t i = 0; i < host.size(); ++i) host[i] = uint16_t(i * 2654435761u >> 7);
@@ -272,6 +344,18 @@ int main() {
   if (tensor_ok) {  // (a barrier that never completes would hang the ring)
     run<kTensor, 60>("TMA tensor 1-row box, 60% present", src, rows, sink, sms, map);
     run<kTensor, 100>("TMA tensor 1-row box, all present", src, rows, sink, sms, map);
+    run<kTensorSts, 60>("TMA tensor 60%, zeros by STS+fence", src, rows, sink, sms, map);
+    run<kTensorStsNoFence, 60>("TMA tensor 60%, zeros by STS only", src, rows, sink, sms, map);
+    run<kTensorBulkZero, 60>("TMA tensor 60%, zeros by bulk copy", src, rows, sink, sms, map);
+    run<kTensorBulkZero, 27>("TMA tensor 27%, zeros by bulk copy", src, rows, sink, sms, map);
+    run<kTensorSts, 60>("TMA tensor 60%, STS, 2^30-row map", src, rows, sink, sms, huge_map);
+    run<kTensorStsSeq, 60>("TMA tensor 60% consecutive rows, STS", src, rows, sink, sms, map);
+    run<kTensorStsSeq, 100>("TMA tensor all consecutive rows", src, rows, sink, sms, map);
+    run<kTensor, 100>("TMA tensor all present, 2^30-row map", src, rows, sink, sms, huge_map);
+    run<kMixed, 60, 8192>("mixed 60% + 8 KiB weights", src, rows, sink, sms, map);
+    run<kTensorSts, 60, 8192>("TMA tensor 60%, STS zeros + 8 KiB w", src, rows, sink, sms, map);
+    run<kMixed, 60, 16384>("mixed 60% + 16 KiB weights", src, rows, sink, sms, map);
+    run<kTensorSts, 60, 16384>("TMA tensor 60%, STS zeros + 16 KiB w", src, rows, sink, sms, map);
   }
   cudaFree(src);
   cudaFree(sink);
