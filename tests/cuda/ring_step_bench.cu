@@ -15,8 +15,9 @@
 //               slot's transaction count), absent rows by the thread's shared stores and a proxy fence
 //               (what a wgmma reader needs; also without the fence, for its cost); every thread arrives
 //   tensor P%, zeros by bulk copy      absent rows by a 128-byte bulk copy of one zero row in global memory
-//   ... 2^30-row map / consecutive rows   the same with the rows declared as 2^30 of them, or with the
-//               present rows consecutive source rows (a tile's neighbours at one offset)
+//   ... 2^30-row map / consecutive rows / hot rows   the same with the rows declared as 2^30 of them, with
+//               the present rows consecutive source rows (a tile's neighbours at one offset), or drawn from a
+//               pool of 2,048 rows every block reads (an input row is read by ~16 tiles of a conv)
 //   + W KiB weights                    thread 0 also copies a weight slice of W bytes by one bulk copy per step
 // with 1, 2 and 3 blocks per SM on every SM (medians of 7 launches of 2,000 steps, CUDA events); and
 // first a check that a 1-row tensor box lands in the 128-byte swizzle of its destination address (chunk
@@ -47,7 +48,8 @@ enum Fill {
   kTensorSts,
   kTensorStsNoFence,
   kTensorBulkZero,
-  kTensorStsSeq
+  kTensorStsSeq,
+  kTensorStsHot
 };
 
 // with a weight slice per step (W > 0): thread 0 also copies W bytes of weights by one bulk copy into the
@@ -158,14 +160,17 @@ __global__ void __launch_bounds__(kProducers + 128)
           expect_tx_only(&full[slot], W);
         tma_load_1d(wslot, src + (i % 64) * (W / 16), W, &full[slot]);
       }
-      if (F == kTensorSts || F == kTensorStsNoFence || F == kTensorStsSeq) {
+      if (F == kTensorSts || F == kTensorStsNoFence || F == kTensorStsSeq || F == kTensorStsHot) {
         // present rows: the thread adds its bytes and copies by TMA (Seq: consecutive source rows, as a tile's
         // neighbours at one offset are runs of consecutive input rows, the block's window moving every step);
         // absent rows: zeros by shared stores (and a proxy fence, as a wgmma reader needs); every thread arrives
         h = h * 1664525u + 1013904223u;
         const bool present = (h >> 16) % 100u < unsigned(PRESENT);
         if (present) {
-          const unsigned row = F == kTensorStsSeq ? blockIdx.x * 4096u + unsigned(i) * 128u + unsigned(tid) : h;
+          // Hot: from a pool of 2,048 rows read by every block (each input row is read by ~16 tiles in a conv)
+          const unsigned row = F == kTensorStsSeq   ? blockIdx.x * 4096u + unsigned(i) * 128u + unsigned(tid)
+                               : F == kTensorStsHot ? h % 2048u
+                                                    : h;
           expect_tx_only(&full[slot], kChunks * 16);
           tensor_row(dst, &map, int(row % (rows / 8)), &full[slot]);
         } else {
@@ -351,6 +356,7 @@ int main() {
     run<kTensorSts, 60>("TMA tensor 60%, STS, 2^30-row map", src, rows, sink, sms, huge_map);
     run<kTensorStsSeq, 60>("TMA tensor 60% consecutive rows, STS", src, rows, sink, sms, map);
     run<kTensorStsSeq, 100>("TMA tensor all consecutive rows", src, rows, sink, sms, map);
+    run<kTensorStsHot, 60>("TMA tensor 60% from 2,048 hot rows", src, rows, sink, sms, map);
     run<kTensor, 100>("TMA tensor all present, 2^30-row map", src, rows, sink, sms, huge_map);
     run<kMixed, 60, 8192>("mixed 60% + 8 KiB weights", src, rows, sink, sms, map);
     run<kTensorSts, 60, 8192>("TMA tensor 60%, STS zeros + 8 KiB w", src, rows, sink, sms, map);
