@@ -3,7 +3,7 @@
 // (16 KiB, a 128-row, 64-channel A stage), a consumer warpgroup waits on the slot's "full" mbarrier
 // and releases it on "empty". The nanoseconds per step, by how the producer fills the slot:
 //   handshake   no copies; every producer thread arrives
-//   zfill       8 cp.async of 16 bytes per thread, all zero-fill (src-size 0), cp.async.mbarrier.arrive.noinc
+//   zfill       8 cp.async of 16 bytes per thread, all zero-fill (ignore-src), cp.async.mbarrier.arrive.noinc
 //   real        8 cp.async of 16 bytes per thread from random 128-byte rows of a 10 MB buffer (in L2), eight
 //               lanes per row as the ws producer copies; .noinc arrivals
 //   mixed P%    rows present with probability P (real copies), zero-fill copies for the others
@@ -67,7 +67,7 @@ using igemm::mbar_fence_init;
 using igemm::mbar_init;
 using igemm::mbar_wait;
 using igemm::tma_load_1d;
-using ptx::cp_async16_zfill;
+using ptx::cp_async16_row;
 using ptx::smem_addr;
 
 __device__ __forceinline__ void tensor_row(void* dst, const CUtensorMap* map, int row, uint64_t* b) {
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kProducers + 128)
           h = h * 1664525u + 1013904223u;
           const unsigned hr = __shfl_sync(0xffffffffu, h, tid & 24);
           const bool present = F == kReal || (F == kMixed && (hr >> 16) % 100u < unsigned(PRESENT));
-          cp_async16_zfill(dst + c, src + (present ? (hr % (rows / 8)) * 8 : 0) + (tid & 7), present ? 16u : 0u);
+          cp_async16_row(smem_addr(dst + c), src + (present ? (hr % (rows / 8)) * 8 : 0) + (tid & 7), present ? 0 : -1);
         }
         cp_async_arrive_noinc(&full[slot]);
       } else {

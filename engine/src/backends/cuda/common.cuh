@@ -21,12 +21,19 @@ inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
   return g < 1 ? 1 : int(g);
 }
 
-__device__ __forceinline__ int64_t site_key(const SiteIndex& s, int b, int i0, int i1, int i2) {
-  return ((int64_t(b) * s.s0 + i0) * s.s1 + i1) * s.s2 + i2;
+/// Bitmap key of a site, in `Key` (int64_t; uint32_t where every key of the bitmap fits 32 bits).
+template <class Key = int64_t>
+__device__ __forceinline__ Key site_key(const SiteIndex& s, int b, int i0, int i1, int i2) {
+  return ((Key(b) * Key(s.s0) + Key(i0)) * Key(s.s1) + Key(i1)) * Key(s.s2) + Key(i2);
+}
+
+/// (b, i0, i1) inside the batch and the grid's first two axes (the last axis: site_in_grid).
+__device__ __forceinline__ bool site_line_in_grid(const SiteIndex& s, int b, int i0, int i1) {
+  return b >= 0 && b < s.batch && i0 >= 0 && i0 < s.s0 && i1 >= 0 && i1 < s.s1;
 }
 
 __device__ __forceinline__ bool site_in_grid(const SiteIndex& s, int b, int i0, int i1, int i2) {
-  return b >= 0 && b < s.batch && i0 >= 0 && i0 < s.s0 && i1 >= 0 && i1 < s.s1 && i2 >= 0 && i2 < s.s2;
+  return site_line_in_grid(s, b, i0, i1) && i2 >= 0 && i2 < s.s2;
 }
 
 /// Rank of the first set bit of bitmap word w (sites in all words before it).

@@ -167,9 +167,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
             *reinterpret_cast<int4*>(e + i) = *reinterpret_cast<const int4*>(map_s + (k * 16 + g) * T::RI + i);
 #pragma unroll
           for (int i = 0; i < T::RI; ++i)  // no neighbour: a zero-fill copy (no memory request)
-            ptx::cp_async16_zfill(dA + i * 16 * T::BK,
-                                  reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
-                                  e[i] >= 0 ? 16u : 0u);
+            ptx::cp_async16_row(smem_addr(dA + i * 16 * T::BK),
+                                reinterpret_cast<const void*>(ptx::mad_wide_u32(uint32_t(max(e[i], 0)), 16u, xc)),
+                                e[i]);
           cp_async_arrive_noinc(&full[slot]);  // arrives once this thread's copies have landed
           if (++slot == STAGES) {
             slot = 0;

@@ -77,8 +77,8 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
     const int i1 = M == MapMode::Subm ? c.z + (r1 - k1 / 2) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
     int32_t* dst = out_in + o * K + q * k2;
     // the kernel row's candidates differ in their last coordinate only: one key base for all of them
-    const bool row_in = c.x >= 0 && c.x < s.batch && i0 >= 0 && i0 < s.s0 && i1 >= 0 && i1 < s.s1;
-    const Key base_key = ((Key(c.x) * Key(s.s0) + Key(i0)) * Key(s.s1) + Key(i1)) * Key(s.s2);
+    const bool row_in = site_line_in_grid(s, c.x, i0, i1);
+    const Key base_key = site_key<Key>(s, c.x, i0, i1, 0);
     Key cur = Key(-1);  // bitmap word held in `word`, and its rank base (-1: not loaded yet)
     uint64_t word = 0;
     int64_t base = -1;

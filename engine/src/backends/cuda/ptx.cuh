@@ -1,6 +1,6 @@
 // Inline-PTX building blocks shared by the implicit-GEMM kernels (implicit_gemm.cuh) and the
 // warp-independent osplit kernel (igemm_offset_split.cuh): shared-memory addresses, cp.async copies
-// (plain, zero-filling, predicated on a gathered row) and groups, values pinned in registers, ldmatrix,
+// (plain, zero-filling or predicated on a gathered row) and groups, values pinned in registers, ldmatrix,
 // the fp16 m16n8k16 tensor-core MMA, named barriers, and the programmatic-launch controls.
 #pragma once
 
@@ -36,10 +36,6 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
-/// 16-byte asynchronous copy; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 /// 16-byte asynchronous copy of a gathered row to a shared-memory address; a negative `row` (no
 /// neighbour) writes zeros and reads nothing (the ignore-src predicate, set from the row's sign).
