@@ -1,7 +1,8 @@
 // The CUDA backend's INT8 engines against the CPU INT8 oracle (docs/int8.md):
 //  - a graph of int8 layers only (subm, strided, residual Adds, channel counts that need padding,
 //    LeakyReLU, a sparse int8 output): integer accumulation is exact and the float epilogues are the
-//    same operations, so the GPU must be bitwise identical to the CPU, with every int8 tile config;
+//    same operations, so the GPU must be bitwise identical to the CPU, with every int8 tile config and
+//    with the int8 osplit kernel (its configs one by one: tests/cuda/offset_split_check);
 //  - the graph that crosses every FP16 <-> INT8 boundary (tests/int8/int8_graphs.h): fp16 layers sum
 //    in another order on the GPU, so a few requantizations may flip by one step; the test counts them;
 //  - an INT8 engine on a model without INT8 attributes is bit for bit the CUDA FP16 engine.
@@ -10,6 +11,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
 
 #include "cuda/cuda_test_util.h"
 #include "int8/int8_graphs.h"
@@ -113,8 +116,8 @@ std::vector<std::vector<float>> outputs_as_cpu(const RunResult& g, const RunResu
       continue;
     }
     std::string err;
-    out.push_back(align_sparse(g.outputs[k], g.indices[k], c.indices[k],
-                               graph.values[size_t(graph.outputs[k])].channels, &err));
+    out.push_back(
+        align_sparse(g.outputs[k], g.indices[k], c.indices[k], graph.values[size_t(graph.outputs[k])].channels, &err));
     EXPECT_TRUE(err.empty()) << err;
   }
   return out;
@@ -147,22 +150,38 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
     const EngineBuilder b = int8_chain(&r);
     auto cpu = b.build(int8_options(Backend::Cpu));
     const RunResult rc = run(*cpu, {in});
-    // the tuned engine, then every int8 tile config forced (configs that do not fit a layer fall
-    // back to the heuristic there)
-    std::vector<std::string> cfgs{""};
-    for (const std::string& n : cuda_tile_configs(Precision::Int8)) cfgs.push_back(n);
-    ASSERT_GE(cfgs.size(), 8u) << "the CUDA backend lists its INT8 tile configurations";
-    for (const std::string& cfg : cfgs) {
-      SCOPED_TRACE(cfg.empty() ? std::string("autotuned") : cfg);
-      auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
+    // tuned engines: the int8 osplit kernel on its six layers of osplit's shapes (offset_groups 2, on any
+    // GPU; the tiles left out of tuning), the tiles only (offset_groups 1), and the default (the faster
+    // of both per layer); then every int8 tile config forced (configs that do not fit a layer fall back
+    // to the heuristic there)
+    const std::vector<std::string> tiles = cuda_tile_configs(Precision::Int8);
+    ASSERT_GE(tiles.size(), 8u) << "the CUDA backend lists its INT8 tile configurations";
+    struct Variant {
+      std::string tile;
+      int groups;
+      bool skip_tiles;
+    };
+    std::vector<Variant> variants{{"", 2, true}, {"", 1, false}, {"", 0, false}};
+    for (const std::string& n : tiles) variants.push_back({n, 0, false});
+    for (const Variant& v : variants) {
+      SCOPED_TRACE(v.tile.empty() ? "autotuned, offset_groups " + std::to_string(v.groups) : v.tile);
+      BuildOptions o = with_tile(int8_options(Backend::Cuda), v.tile);
+      o.cuda.offset_groups = v.groups;
+      if (v.skip_tiles) o.cuda.tune_skip = tiles;
+      auto gpu = b.build(o);
       const RunResult rg = run(*gpu, {in});
       const auto got = outputs_as_cpu(rg, rc, b.graph());
       ASSERT_EQ(got.size(), 2u);
       expect_bitwise_and_nonzero(got, rc);
-      if (cfg.empty()) {
-        bool i8 = false;
-        for (const auto& l : gpu->profile_layers()) i8 = i8 || l.algorithm.find("igemm-i8") != std::string::npos;
-        EXPECT_TRUE(i8) << "no layer reports an int8 kernel";
+      if (v.tile.empty()) {
+        int tiled = 0, osplit = 0;
+        for (const auto& l : gpu->profile_layers()) {
+          tiled += l.algorithm.find("igemm-i8") != std::string::npos;
+          osplit += l.algorithm.find("osplit i8") != std::string::npos;
+        }
+        EXPECT_GT(tiled, 0) << "no layer reports an int8 tile (the 40- and 128-channel layers run them)";
+        // 16 -> 16 (conv0-2), 16 -> 32 (conv3), 32 -> 32 (conv4-5)
+        if (v.groups != 0) EXPECT_EQ(osplit, v.groups == 2 ? 6 : 0) << "layers on the int8 osplit kernel";
       }
     }
   }
@@ -296,6 +315,62 @@ TEST(CudaInt8, DeterministicRunToRunAndEngineToEngine) {
     EXPECT_EQ(to_bytes(a.outputs[k]), to_bytes(a2.outputs[k])) << k;
     EXPECT_EQ(to_bytes(a.outputs[k]), to_bytes(c.outputs[k])) << k;
   }
+}
+
+// An int8 conv of osplit's shapes may run either kernel (exact sums: the same bits). The tuning cache
+// keeps that choice: a cache naming an int8 tile for conv1 and an int8 osplit config for conv4 is
+// applied as written, and the engine stays bitwise the CPU's; an fp16 conv name there is refused.
+TEST(CudaInt8, TuningCacheKeepsTheInt8KernelOfEachLayer) {
+  SCN_REQUIRE_CUDA();
+  const test::SparseInput in = random_input(2500, 4, test::int8graphs::kGrid, 1, 12);
+  const Ranges r = fp32_ranges(int8_chain, in);
+  const EngineBuilder b = int8_chain(&r);
+  auto cpu = b.build(int8_options(Backend::Cpu));
+  const RunResult rc = run(*cpu, {in});
+  const std::string path = testing::TempDir() + "scn_int8_tuning_cache_test.tune";
+  std::remove(path.c_str());
+  BuildOptions o = int8_options(Backend::Cuda);
+  o.cuda.offset_groups = 2;  // osplit's class on any GPU
+  o.cuda.tuning_cache = path;
+  run(*b.build(o), {in});  // tunes and writes the cache
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << path;
+  std::string text, line;
+  const std::string tile = "igemm-i8 m128n16k8s3g4", os = "osplit i8c32x32r32p2s6w8";
+  while (std::getline(f, line)) {
+    // tile <bucket> <node> <kernel>
+    const size_t a = line.find('\t'), n0 = line.find('\t', a + 1), n1 = line.find('\t', n0 + 1);
+    if (line.rfind("tile\t", 0) == 0 && n1 != std::string::npos) {
+      const std::string node = line.substr(n0 + 1, n1 - n0 - 1);
+      if (node == "conv1") line = line.substr(0, n1 + 1) + tile;
+      if (node == "conv4") line = line.substr(0, n1 + 1) + os;
+    }
+    text += line + "\n";
+  }
+  f.close();
+  std::ofstream(path, std::ios::trunc) << text;
+  auto gpu = b.build(o);
+  const RunResult rg = run(*gpu, {in});
+  expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
+  std::map<std::string, std::string> algo;
+  for (const auto& l : gpu->profile_layers())
+    if (l.op == "SparseConvolution") algo[l.node] = l.algorithm;
+  EXPECT_EQ(algo["conv1"].rfind(tile, 0), 0u) << algo["conv1"];
+  EXPECT_EQ(algo["conv4"].rfind(os, 0), 0u) << algo["conv4"];
+
+  std::string fp16 = text;
+  const size_t at = fp16.find(tile);
+  ASSERT_NE(at, std::string::npos);
+  fp16.replace(at, tile.size(), "osplit c16x16r32p2s6w8");
+  std::ofstream(path, std::ios::trunc) << fp16;
+  try {
+    run(*b.build(o), {in});
+    ADD_FAILURE() << "a cache naming an fp16 kernel for an int8 conv was applied";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("osplit c16x16r32p2s6w8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -27,9 +27,9 @@ struct GraphAnalysis;  // engine/src/graph/analysis.h
 
 /// When a convolution lets the next one launch programmatically (sm_90, maps on the map stream).
 enum class CudaProgrammaticLaunch {
-  Off = 0,           ///< plain stream order
-  LastTileStart = 1, ///< at the start of each block's last tile
-  LastEpilogue = 2,  ///< at the epilogue of each block's last tile (default: leaves the map stream room)
+  Off = 0,            ///< plain stream order
+  LastTileStart = 1,  ///< at the start of each block's last tile
+  LastEpilogue = 2,   ///< at the epilogue of each block's last tile (default: leaves the map stream room)
 };
 
 /// Which kernel builds submanifold and strided kernel maps (both give bitwise the same map).
@@ -52,10 +52,11 @@ struct CudaOptions {
   /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
   /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
   int split = 0;
-  /// Offset groups of the 16- and 32-channel 3x3x3 fp16 convs (cin = cout), which fixes their
-  /// summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two offset
-  /// groups on sm_90, the implicit-GEMM tiles elsewhere), 1 = the implicit-GEMM tiles (offsets in one
-  /// chain), 2 = osplit with two groups wherever it fits (docs/cuda_backend.md).
+  /// Offset groups of the 16- and 32-channel 3x3x3 convs (16 -> 16, 32 -> 32, 16 -> 32), which fixes
+  /// the fp16 summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two
+  /// offset groups on sm_90, the implicit-GEMM tiles elsewhere), 1 = the implicit-GEMM tiles (offsets
+  /// in one chain), 2 = osplit with two groups wherever it fits (docs/cuda_backend.md). INT8 engines'
+  /// int8-operand convs of these shapes follow it too (their sums are exact: same bits either way).
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
@@ -93,14 +94,14 @@ struct BuildOptions {
   int num_threads = 0;                    ///< CPU backend threads; 0 = all cores
   /// CUDA: capacity planned for the input voxels. 0 = the largest output_bound of the graph.
   int64_t max_input_voxels = 0;
-  int max_batch = 1;                      ///< CUDA: batch size the capacities are planned for
+  int max_batch = 1;                                                ///< CUDA: batch size the capacities are planned for
   CapacitySource capacity_source = CapacitySource::Bounds;          ///< CUDA
   CapacityOverflow on_capacity_overflow = CapacityOverflow::Error;  ///< CUDA
   /// CUDA: rows planned per measured row when capacities follow a frame (FirstFrame, Grow); >= 1.
   double capacity_margin = 1.1;
-  bool cuda_graph = true;                 ///< CUDA: capture forward into a CUDA graph and replay
-  int device = 0;                         ///< CUDA device ordinal
-  CudaOptions cuda;                       ///< CUDA backend settings
+  bool cuda_graph = true;  ///< CUDA: capture forward into a CUDA graph and replay
+  int device = 0;          ///< CUDA device ordinal
+  CudaOptions cuda;        ///< CUDA backend settings
 };
 
 /// Per-layer timing, filled by backends that measure it (bench).
@@ -139,8 +140,8 @@ class Engine {
   /// i2) in the model's index order, grid (s0, s1, s2) in that order, batch size. Host tensors are
   /// validated here (range, duplicates, batch, shapes); the CUDA backend checks device tensors
   /// on the device and reports problems from forward().
-  virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid,
-                         int batch_size = 1, const InputLabels& labels = {}) = 0;
+  virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size = 1,
+                         const InputLabels& labels = {}) = 0;
   /// Binds a sparse input whose row count lives in device memory (a Voxelizer's device_count()):
   /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
   /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
@@ -182,8 +183,7 @@ class Engine {
   void set_notice(std::string n) { notice_ = std::move(n); }
 
  protected:
-  Engine(std::shared_ptr<const Graph> graph, BuildOptions options)
-      : graph_(std::move(graph)), options_(options) {}
+  Engine(std::shared_ptr<const Graph> graph, BuildOptions options) : graph_(std::move(graph)), options_(options) {}
   std::shared_ptr<const Graph> graph_;
   BuildOptions options_;
   std::string notice_;
@@ -199,15 +199,14 @@ class EngineBuilder {
   explicit EngineBuilder(std::string source = "<builder>");
 
   ValueId push_input(const std::string& name, int32_t channels);
-  ValueId push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& attrs,
-                           const QuantAttrs& quant = {}, const std::string& output_name = "");
+  ValueId push_sparse_conv(const std::string& name, ValueId x, const ConvAttrs& attrs, const QuantAttrs& quant = {},
+                           const std::string& output_name = "");
   ValueId push_add(const std::string& name, ValueId a, ValueId b, const QuantAttrs& quant = {},
                    const std::string& output_name = "");
   ValueId push_relu(const std::string& name, ValueId x, const std::string& output_name = "");
-  ValueId push_concat(const std::string& name, const std::vector<ValueId>& xs,
-                      const std::string& output_name = "");
-  ValueId push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs,
-                     const QuantAttrs& quant = {}, const std::string& output_name = "");
+  ValueId push_concat(const std::string& name, const std::vector<ValueId>& xs, const std::string& output_name = "");
+  ValueId push_dense(const std::string& name, ValueId x, const DenseAttrs& attrs, const QuantAttrs& quant = {},
+                     const std::string& output_name = "");
   ValueId push_reshape(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
                        const std::string& output_name = "");
   ValueId push_transpose(const std::string& name, ValueId x, const std::vector<int64_t>& dims,
@@ -236,8 +235,8 @@ class EngineBuilder {
   void touched() { std::atomic_store(&analysis_, std::shared_ptr<const GraphAnalysis>()); }
   std::shared_ptr<Graph> graph_;
   mutable std::shared_ptr<const GraphAnalysis> analysis_;  ///< check_graph()'s result for graph_
-  std::unordered_set<std::string> value_names_;  ///< every value name in graph_
-  std::unordered_set<std::string> node_names_;   ///< every node name in graph_
+  std::unordered_set<std::string> value_names_;            ///< every value name in graph_
+  std::unordered_set<std::string> node_names_;             ///< every node name in graph_
 };
 
 /// True when this build of scn has the CUDA backend and a CUDA device is visible.

@@ -1,8 +1,9 @@
 // The autotuner: at the first frame of each size bucket (tile_buckets.cpp), one pass over the steps on
-// the engine's stream; every fitting candidate tile of each conv (tile_choice.h tune_candidates, minus
-// CudaOptions::tune_skip; for a conv of an osplit offset-group class, osplit_candidates) is timed with
-// events (2 warm-up launches, then the median of 11) and the fastest kept for that bucket. All
-// candidates of a split or offset-group class sum in one order, so tuning never changes the results. With
+// the engine's stream; every candidate kernel of each conv (conv_candidates: the tiles of tile_choice.h
+// tune_candidates minus CudaOptions::tune_skip; for a conv of an osplit offset-group class the osplit
+// configs of osplit_candidates, and for an int8 one both) is timed with events (2 warm-up launches, then
+// the median of 11) and the fastest kept for that bucket. All candidates of a split or offset-group class
+// sum in one order (int8 sums are exact), so tuning never changes the results. With
 // CudaOptions::tuning_cache the decisions of every bucket are read from / written to a file (plan/tuning_cache.h).
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,20 @@
 #include "plan/tuning_cache.h"
 
 namespace scn::cuda {
+
+/// What the tuner times for a conv: the osplit configs of its offset-group class, and the tiles of its
+/// split class (minus CudaOptions::tune_skip) when it has no osplit class or int8 operands (exact
+/// sums: osplit and the tiles give the same bits).
+std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
+  const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
+  std::vector<ConvKernel> v;
+  if (c.osplit_class > 0)
+    for (int id : osplit_candidates(shape, c.osplit_class)) v.push_back(ConvKernel{-1, id});
+  if (c.osplit_class == 0 || c.mode == 2)
+    for (int id : tune_candidates(shape, cc_major_, c.split))
+      if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});
+  return v;
+}
 
 /// Times every candidate tile configuration of every conv on the bound input (one pass over
 /// the steps on the engine's stream, each conv's candidates timed with events, then the
@@ -43,27 +58,23 @@ void CudaEngine::autotune() {
       continue;
     }
     ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
-    // an osplit conv's candidates are the osplit configs of its offset-group class, else the tiles
-    const bool osplit = c.osplit >= 0;
-    const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
-    const std::vector<int> cands =
-        osplit ? osplit_candidates(shape, osplit_config(c.osplit).groups) : tune_candidates(shape, cc_major_, c.split);
-    auto launch = [&](int id, const ConvArgs& a) {
-      if (osplit)
-        launch_osplit(id, a, sm_count_, own_stream_);
+    const std::vector<ConvKernel> cands = conv_candidates(c);
+    auto launch = [&](const ConvKernel& k, const ConvArgs& a) {
+      if (k.osplit >= 0)
+        launch_osplit(k.osplit, a, sm_count_, own_stream_);
       else
-        launch_igemm(id, a, sm_count_, own_stream_);
+        launch_igemm(k.cfg, a, sm_count_, own_stream_);
     };
-    int best = c.kernel();
+    ConvKernel best = c.kernel();
     double best_ms = 1e30;
     DevMem best_wt;
     std::vector<uint16_t> w_host;
     ensure_plain_weights(c);  // non-TMA candidates read them (dropped again after the pass if unused)
-    for (int id : cands) {
-      if (!osplit && std::find(tune_skip_.begin(), tune_skip_.end(), id) != tune_skip_.end()) continue;
+    for (const ConvKernel& k : cands) {
+      const int id = k.cfg;
       DevMem wt;  // a TMA candidate's tiled weights, unless another bucket already runs it
       ConvArgs a = conv_args(c);
-      if (!osplit && igemm_config(id).tma) {
+      if (k.osplit < 0 && igemm_config(id).tma) {
         const auto kept = c.w_tiled.find(tiled_layout(id));
         if (kept == c.w_tiled.end()) {
           if (w_host.empty()) w_host = pack_weights(c);
@@ -74,14 +85,14 @@ void CudaEngine::autotune() {
         a.w_tma = nullptr;
       }
       if (a.residual && a.residual == a.y) a.y = scratch.get();  // in place: keep the identity intact
-      launch(id, a);                                             // warm-up
-      launch(id, a);
+      launch(k, a);                                              // warm-up
+      launch(k, a);
       // the median of 11 launches: candidates are often within 1-2 us, and a median of 5 picked
       // a slower tile for some layers from run to run
       std::vector<float> t(11);
       for (float& v : t) {
         SCN_CUDA_CHECK(cudaEventRecord(e0, own_stream_));
-        launch(id, a);
+        launch(k, a);
         SCN_CUDA_CHECK(cudaEventRecord(e1, own_stream_));
         SCN_CUDA_CHECK(cudaEventSynchronize(e1));
         SCN_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
@@ -90,15 +101,15 @@ void CudaEngine::autotune() {
       const float med = t[t.size() / 2];
       if (trace)
         std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
-                     osplit ? osplit_config(id).name : igemm_config(id).name, double(med));
+                     k.osplit >= 0 ? osplit_config(k.osplit).name : igemm_config(id).name, double(med));
       if (med < best_ms) {
         best_ms = med;
-        best = id;
+        best = k;
         best_wt = std::move(wt);
       }
     }
-    c.kernel() = best;
-    if (best_wt.get()) c.w_tiled[tiled_layout(best)] = std::move(best_wt);
+    c.set_kernel(best);
+    if (best_wt.get()) c.w_tiled[tiled_layout(best.cfg)] = std::move(best_wt);
     c.tuned = true;
     run_step(st, own_stream_);
   }
@@ -142,40 +153,35 @@ TuningCache CudaEngine::tuning_key() const {
 void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& file) {
   SCN_CHECK(bucket.tiles.size() == convs_.size(), file, ": the tuning cache lists ", bucket.tiles.size(),
             " convolutions for size bucket '", bucket.label, "', the model has ", convs_.size());
-  std::vector<int> ids;
+  std::vector<ConvKernel> kernels;
   for (size_t i = 0; i < convs_.size(); ++i) {
     const ConvPlan& c = convs_[i];
     const auto& [node, tile] = bucket.tiles[i];
     SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " of size bucket '",
               bucket.label, "' is for node '", node, "', expected '", g().nodes[size_t(c.node)].name, "'");
-    if (c.osplit >= 0) {  // the offset-group class is fixed by the options: a config of that class
-      const int id = osplit_find_config(tile.c_str());
-      const std::vector<int> fit =
-          osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, osplit_config(c.osplit).groups);
-      SCN_CHECK(std::find(fit.begin(), fit.end(), id) != fit.end(), file, ": tuning cache kernel '", tile,
+    const int os = osplit_find_config(tile.c_str());
+    if (c.osplit_class > 0 && (os >= 0 || c.mode != 2)) {  // a config of the class the options fix
+      const std::vector<int> fit = osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.osplit_class);
+      SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
                 "' for node '", node, "' is not a compiled osplit config of its class here");
-      ids.push_back(id);
+      kernels.push_back(ConvKernel{-1, os});
       continue;
     }
-    const int id = find_tile(tile);
+    const int id = find_tile(tile);  // (int8 convs of an osplit class may run a tile too: same bits)
     SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
-    ids.push_back(id);
+    kernels.push_back(ConvKernel{id, -1});
   }
   // The whole bucket is checked before any weights move.
   for (size_t i = 0; i < convs_.size(); ++i) {
     ConvPlan& c = convs_[i];
-    const int id = ids[i];
-    if (c.osplit >= 0) {  // osplit reads the plain weights
-      ensure_plain_weights(c);
-      c.osplit = id;
-      c.tuned = true;
-      continue;
-    }
-    if (igemm_config(id).tma && !c.w_tiled.count(tiled_layout(id)))
+    const ConvKernel& k = kernels[i];
+    const int id = k.cfg;
+    if (k.osplit >= 0 || !igemm_config(id).tma)
+      ensure_plain_weights(c);  // osplit and the non-TMA tiles read the plain weights
+    else if (!c.w_tiled.count(tiled_layout(id)))
       c.w_tiled[tiled_layout(id)] = upload_tiled(c, id, pack_weights(c));
-    if (!igemm_config(id).tma) ensure_plain_weights(c);
-    c.cfg = id;
+    c.set_kernel(k);
     c.tuned = true;
   }
   record_bucket_tiles();

@@ -39,6 +39,13 @@ inline int64_t int8_row(int64_t c) { return c <= 16 ? 16 : (c + 31) / 32 * 32; }
 /// Bitmaps above this are refused (a hash-table site index would be the fallback).
 constexpr size_t kMaxBitmapBytes = size_t(1) << 30;
 
+/// A conv's kernel: an osplit config (osplit >= 0) or an implicit-GEMM tile config (cfg).
+struct ConvKernel {
+  int cfg = -1;
+  int osplit = -1;
+  bool operator==(const ConvKernel& o) const { return cfg == o.cfg && osplit == o.osplit; }
+};
+
 /// A conv as lowered: the fused conv, its kernel mode and storage, its tile and its device weights.
 struct ConvPlan {
   int node = -1;
@@ -53,7 +60,8 @@ struct ConvPlan {
   int out_value = -1;        ///< value the conv writes after fusion
   bool fused_relu = false;   ///< a Relu node folded into the activation
   int cfg = -1;              ///< implicit-GEMM config (kernels.h), -1 when the conv runs osplit
-  int osplit = -1;           ///< osplit config (igemm_offset_split.h) when its offset-group class applies, else -1
+  int osplit = -1;           ///< osplit config (igemm_offset_split.h) the conv runs, else -1
+  int osplit_class = 0;      ///< offset groups of its osplit class (tile_choice.h osplit_groups_for), 0: none
   bool tuned = false;
   int split = 1;  ///< reduction class: configs of one class give bitwise-identical results
   // INT8 engines
@@ -67,10 +75,14 @@ struct ConvPlan {
   /// the conv (tile_buckets.cpp keep_needed_weights).
   std::map<int, DevMem> w_tiled;
 
-  /// The config id the conv runs: its osplit config when it is of an osplit offset-group class (fixed
-  /// for the engine's life), else its implicit-GEMM config. What the tuner and the size buckets choose.
-  int& kernel() { return osplit >= 0 ? osplit : cfg; }
-  int kernel() const { return osplit >= 0 ? osplit : cfg; }
+  /// The kernel the conv runs: what the tuner and the size buckets choose. An fp16 conv of an osplit
+  /// class runs an osplit config of that class (the class is fixed for the engine's life); an int8 one
+  /// (exact sums: every kernel gives the same bits) an osplit config or an implicit-GEMM tile.
+  ConvKernel kernel() const { return ConvKernel{cfg, osplit}; }
+  void set_kernel(const ConvKernel& k) {
+    cfg = k.cfg;
+    osplit = k.osplit;
+  }
 };
 
 /// The kernel a conv runs, by name ("igemm m128n16k16s4t", "osplit c16x16r32p2s6w8").
@@ -199,6 +211,7 @@ class CudaEngine final : public Engine {
 
   // autotune.cpp
   void autotune();
+  std::vector<ConvKernel> conv_candidates(const ConvPlan& c) const;
   void tune_or_load();
   TuningCache tuning_key() const;
   void apply_tuning(const TuningBucket& bucket, const std::string& file);
@@ -229,9 +242,9 @@ class CudaEngine final : public Engine {
   int forced_cfg_ = -1;
 
   // size buckets (tile_buckets.cpp): with the autotuner on, tiles are chosen per bucket of the frame size
-  SizeBucket bucket_;                                     ///< the bound frame's
-  std::map<std::string, std::vector<int>> bucket_tiles_;  ///< per bucket label: the config of every conv
-  std::optional<TuningCache> cache_;                      ///< CudaOptions::tuning_cache as read / written
+  SizeBucket bucket_;                                            ///< the bound frame's
+  std::map<std::string, std::vector<ConvKernel>> bucket_tiles_;  ///< per bucket label: every conv's kernel
+  std::optional<TuningCache> cache_;                             ///< CudaOptions::tuning_cache as read / written
   int autotune_passes_ = 0;
 
   // schedule

@@ -15,14 +15,16 @@ struct OsplitInstance {
   size_t smem;
 };
 
-template <int CIN, int COUT, int WR, int P, int S, int W>
+template <int CIN, int COUT, int WR, int P, int S, int W, int MODE = kF16>
 OsplitInstance make(const char* name) {
-  using C = osplit::Cfg<CIN, COUT, WR, P, S, W>;
-  return OsplitInstance{{CIN, COUT, WR, P, S, W, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W>, C::kSmem};
+  using C = osplit::Cfg<CIN, COUT, WR, P, S, W, MODE>;
+  return OsplitInstance{
+      {CIN, COUT, WR, P, S, W, MODE, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, MODE>, C::kSmem};
 }
 
-// Name: c{CIN}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The shared memory
-// is the K x COUT x CIN weights plus warps x stages x rows x CIN halves; the warps per SM follow from it.
+// Name: [i8]c{input channels}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The
+// shared memory is the K x COUT weight rows plus warps x stages x rows input rows (int8 rows are half
+// as wide); the warps per SM follow from it.
 std::vector<OsplitInstance>& instances() {
   static std::vector<OsplitInstance> v = [] {
     std::vector<OsplitInstance> all;
@@ -48,6 +50,22 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
+    // INT8 engines (int8 operands, int32 sums: every config gives the same bits). 16 -> 16: 6.75 KiB of
+    // weights, 16-byte rows (0.5 KiB per stage and warp); partial sums need 2.5 KiB per warp
+    all.push_back(make<8, 16, 32, 1, 6, 8, kI8>("osplit i8c16x16r32p1s6w8"));
+    all.push_back(make<8, 16, 32, 2, 6, 8, kI8>("osplit i8c16x16r32p2s6w8"));
+    all.push_back(make<8, 16, 32, 2, 8, 16, kI8>("osplit i8c16x16r32p2s8w16"));
+    all.push_back(make<8, 16, 32, 4, 6, 16, kI8>("osplit i8c16x16r32p4s6w16"));
+    all.push_back(make<8, 16, 64, 1, 4, 8, kI8>("osplit i8c16x16r64p1s4w8"));
+    // 32 -> 32: 27 KiB of weights, 32-byte rows (1 KiB per stage and warp); partial sums 4.5 KiB per warp
+    all.push_back(make<16, 32, 32, 1, 6, 8, kI8>("osplit i8c32x32r32p1s6w8"));
+    all.push_back(make<16, 32, 32, 2, 6, 8, kI8>("osplit i8c32x32r32p2s6w8"));
+    all.push_back(make<16, 32, 32, 2, 5, 16, kI8>("osplit i8c32x32r32p2s5w16"));
+    all.push_back(make<16, 32, 32, 4, 6, 16, kI8>("osplit i8c32x32r32p4s6w16"));
+    // 16 -> 32 (the strided conv into level 1): 13.5 KiB of weights, 16-byte rows
+    all.push_back(make<8, 32, 32, 1, 8, 8, kI8>("osplit i8c16x32r32p1s8w8"));
+    all.push_back(make<8, 32, 32, 2, 8, 8, kI8>("osplit i8c16x32r32p2s8w8"));
+    all.push_back(make<8, 32, 32, 4, 8, 16, kI8>("osplit i8c16x32r32p4s8w16"));
     return all;
   }();
   return v;
@@ -82,8 +100,8 @@ int osplit_find_config(const char* name) {
 
 bool osplit_config_fits(int id, const ConvArgs& a) {
   const OsplitConfig& c = osplit_config(id);
-  return a.q == nullptr && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout && a.cout <= c.cout &&
-         a.cout_w >= c.cout;
+  return (a.q == nullptr) == (c.mode == kF16) && a.K == 27 && a.cin_p == c.cin && a.cout_p == c.cout &&
+         a.cout <= c.cout && a.cout_w >= c.cout;
 }
 
 int osplit_blocks_per_sm(int id) { return current_limits().blocks_per_sm.at(size_t(id)); }
@@ -125,7 +143,7 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
             " bytes of shared memory, ", in.cfg.warps * 32, " threads)");
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
             ", cout_p ", a.cout_p, ", K ", a.K, ", mode ", a.q ? "int8-aware" : "fp16", "): it needs cin_p ",
-            in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, fp16");
+            in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, ", in.cfg.mode == kF16 ? "fp16" : "int8 operands");
   const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;

@@ -16,35 +16,59 @@
 // of implicit_gemm.cuh's tiles: bitwise the same result); P > 1 sums ((part_0 + part_1) + ..) with
 // part_g over offsets k = g, g + P, .. ascending. Either way it depends on P only, never on WR,
 // STAGES or the warps per block, so all configs of one P give the same bits.
+//
+// MODE kI8 (INT8 engines, docs/int8.md): rows of int8 channels, counted like the tiles in 16-bit units
+// of two (CIN = 8 or 16 units: 16 or 32 channels), int8 weights, mma.sync s8 -> s32. The int32 sums
+// are exact, so every P and every config gives the bits of the int8 tiles; the partial sums meet in
+// shared memory (also for P == 1) and the quantization-aware epilogue (q_epilogue.cuh) stores them.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/ptx.cuh"
+#include "backends/cuda/q_epilogue.cuh"
 
 namespace scn::cuda {
 namespace osplit {
 
 using ptx::cp_async16;
+using ptx::ldmatrix_x2_at;
 using ptx::ldmatrix_x4_at;
 using ptx::mma_16816;
+using ptx::mma_16816_s8;
+using ptx::mma_16832_s8;
 using ptx::named_barrier_sync;
 using ptx::smem_addr;
 
 /// Rows of C halves (C/8 16-byte chunks) unpadded, chunk c of row r stored at c ^ ((r / (8 / CPR)) % CPR):
 /// the 8 rows of an ldmatrix phase (consecutive, starting at a multiple of 8) hit 8 distinct bank groups.
+/// (Rows of one chunk, 16-byte int8 rows, are unswizzled: 8 consecutive rows are one 128-byte line.)
 template <int C>
 __device__ __forceinline__ int swz(int r, int c) {
   constexpr int CPR = C / 8;
+  if constexpr (CPR == 1) return 0;
   constexpr int RPL = 8 / CPR;  // rows per 128-byte line
   return (c ^ ((r / RPL) % CPR)) * 8;
 }
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
+/// The P warps of team `team` meet (a named barrier; one warp: __syncwarp).
+template <int P>
+__device__ __forceinline__ void team_sync(int team) {
+  if constexpr (P == 1)
+    __syncwarp();
+  else
+    named_barrier_sync(1 + team, P * 32);
+}
+
+/// CIN: 16-bit units per input row (fp16 channels, or pairs of int8 channels with MODE kI8).
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
 struct Cfg {
-  static_assert(CIN == 16 || CIN == 32, "16 or 32 input channels");
+  static_assert(MODE == kF16 || MODE == kI8, "fp16 or int8 operands");
+  static_assert(MODE == kI8 ? (CIN == 8 || CIN == 16) : (CIN == 16 || CIN == 32),
+                "16 or 32 input channels (int8: 8 or 16 units)");
   static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
   static_assert(WR == 32 || WR == 64, "slabs of 32 or 64 rows");
   static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
@@ -57,20 +81,23 @@ struct Cfg {
   static constexpr int MT = WR / 16, NT = COUT / 8;
   static constexpr int CPR = CIN / 8;
   static constexpr int STAGE = WR * CIN;  // halves of one stage
-  static constexpr int WARP_HALVES = STAGES * STAGE;
-  static constexpr int LDC = COUT + 8;  // epilogue staging row (halves)
-  static constexpr int LDR = COUT + 4;  // partial sums row (floats)
-  static_assert(WR * LDC <= WARP_HALVES, "epilogue staging must fit in the warp's stages");
-  static_assert(P == 1 || WR * LDR * 2 <= WARP_HALVES, "partial sums must fit in the warp's stages");
+  static constexpr int LDC = COUT + 8;    // epilogue staging row (halves)
+  static constexpr int LDR = COUT + 4;    // partial sums row (floats / int32)
+  // the fp16 epilogue of P == 1 stages halves; partial sums (P > 1, and every int8 config) 32-bit words
+  static constexpr bool kPartials = P > 1 || MODE != kF16;
+  static constexpr int EPI_HALVES = kPartials ? WR * LDR * 2 : WR * LDC;
+  // the stages, reused by the epilogue (a warp's region is at least what the epilogue needs)
+  static constexpr int WARP_HALVES = STAGES * STAGE > EPI_HALVES ? STAGES* STAGE : EPI_HALVES;
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
   // 16 zero bytes after the stages: the A fragments of rows without a neighbour at an offset (not copied)
   static constexpr size_t kZeroOff = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
   static constexpr size_t kSmem = kZeroOff + 16;
 };
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int KK = 27>
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
 __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
-  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, KK>;
+  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>;
+  using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -123,12 +150,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const uint32_t zero_chunk = ptx::pinned(smem_addr(smem + C::kZeroOff));
   // the ballot bit of the row whose A address this lane gives ldmatrix, in 16-row blocks 2i and 2i + 1
   const uint32_t row_bit[2] = {1u << (lane & 15), 1u << (16 + (lane & 15))};
-  uint32_t a_lane[CIN / 16], b_lane[CIN / 16];
+  // MMA k-blocks per row: fp16 m16n8k16 per 16 channels; int8 one m16n8k32 (32 channels, the 32-byte
+  // rows of the fp16 16-channel case, the same fragments) or one m16n8k16 (16 channels, 16-byte rows)
+  constexpr bool kRow16B = MODE == kI8 && CIN == 8;
+  constexpr int KB = MODE == kI8 ? 1 : CIN / 16;
+  uint32_t a_lane[KB], b_lane[KB];
 #pragma unroll
-  for (int kk = 0; kk < CIN / 16; ++kk) {
-    const int ra = lane & 15, rb = (lane & 7) + (lane >> 4) * 8;
-    a_lane[kk] = ptx::pinned(smem_addr(sS + ra * CIN + swz<CIN>(ra, kk * 2 + (lane >> 4))));
-    b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + rb) * CIN + swz<CIN>(rb, kk * 2 + ((lane >> 3) & 1))));
+  for (int kk = 0; kk < KB; ++kk) {
+    if constexpr (kRow16B) {  // ldmatrix x2 of A rows 0-15; x2 / x4 of weight rows 0-15 / 0-31, one chunk each
+      a_lane[kk] = ptx::pinned(smem_addr(sS + (lane & 15) * CIN));
+      b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + lane % COUT) * CIN));
+    } else {
+      const int ra = lane & 15, rb = (lane & 7) + (lane >> 4) * 8;
+      a_lane[kk] = ptx::pinned(smem_addr(sS + ra * CIN + swz<CIN>(ra, kk * 2 + (lane >> 4))));
+      b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + rb) * CIN + swz<CIN>(rb, kk * 2 + ((lane >> 3) & 1))));
+    }
   }
 
   const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
@@ -146,20 +182,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
       for (int it = 0; it < WR * C::CPR / 32; ++it) {
         const int h = it / C::CPR, q = it % C::CPR;
-        const int src_row = __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + rsub);
+        // one chunk per row: this lane's own row (no shuffle)
+        const int src_row = C::CPR == 1 ? mp[h][j] : __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + rsub);
         const uint64_t src = ptx::mad_wide_u32(uint32_t(src_row), CIN * 2, x_chunk);  // read only if src_row >= 0
         ptx::cp_async16_if_row(dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
                                reinterpret_cast<const void*>(src), src_row);
       }
     };
 
-    float acc[C::MT][C::NT][4];
+    AccT acc[C::MT][C::NT][4];
 #pragma unroll
     for (int i = 0; i < C::MT; ++i)
 #pragma unroll
       for (int jn = 0; jn < C::NT; ++jn)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) acc[i][jn][q] = 0.f;
+        for (int q = 0; q < 4; ++q) acc[i][jn][q] = AccT(0);
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -184,26 +221,55 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       }
       if (!any) continue;
 #pragma unroll
-      for (int kk = 0; kk < CIN / 16; ++kk) {
-        uint32_t bf[C::NT][2];
+      for (int kk = 0; kk < KB; ++kk) {
+        if constexpr (kRow16B) {  // int8, 16 channels: m16n8k16 s8, one A register pair, one B register
+          uint32_t bf[C::NT];
+          if constexpr (COUT == 16) {
+            uint32_t r[2];
+            ldmatrix_x2_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN));
+            bf[0] = r[0];
+            bf[1] = r[1];
+          } else {
+            uint32_t r[4];
+            ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN));
 #pragma unroll
-        for (int jn = 0; jn < C::NT / 2; ++jn) {
-          uint32_t r[4];
-          ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN + jn * 16 * CIN));
-          bf[2 * jn][0] = r[0];
-          bf[2 * jn][1] = r[1];
-          bf[2 * jn + 1][0] = r[2];
-          bf[2 * jn + 1][1] = r[3];
-        }
+            for (int jn = 0; jn < 4; ++jn) bf[jn] = r[jn];
+          }
 #pragma unroll
-        for (int i = 0; i < C::MT; ++i) {
-          if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
-          // a row without a neighbour was not copied: its lane reads the zero chunk instead
-          uint32_t af[4];
-          ldmatrix_x4_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
-                                                           : zero_chunk);
+          for (int i = 0; i < C::MT; ++i) {
+            if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+            uint32_t af[2];
+            ldmatrix_x2_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
+                                                             : zero_chunk);
 #pragma unroll
-          for (int jn = 0; jn < C::NT; ++jn) mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+            for (int jn = 0; jn < C::NT; ++jn) mma_16816_s8(acc[i][jn], af, bf[jn]);
+          }
+        } else {
+          uint32_t bf[C::NT][2];
+#pragma unroll
+          for (int jn = 0; jn < C::NT / 2; ++jn) {
+            uint32_t r[4];
+            ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN + jn * 16 * CIN));
+            bf[2 * jn][0] = r[0];
+            bf[2 * jn][1] = r[1];
+            bf[2 * jn + 1][0] = r[2];
+            bf[2 * jn + 1][1] = r[3];
+          }
+#pragma unroll
+          for (int i = 0; i < C::MT; ++i) {
+            if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+            // a row without a neighbour was not copied: its lane reads the zero chunk instead
+            uint32_t af[4];
+            ldmatrix_x4_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
+                                                             : zero_chunk);
+#pragma unroll
+            for (int jn = 0; jn < C::NT; ++jn) {
+              if constexpr (MODE == kI8)
+                mma_16832_s8(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+              else
+                mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+            }
+          }
         }
       }
     }
@@ -217,7 +283,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       store8_residual_relu(y, res, row * a.cout_p + c8, a.relu_after, v);
     };
 
-    if constexpr (P == 1) {
+    if constexpr (!C::kPartials) {
       // fragments -> half(act(acc + bias)) in the warp's staging rows, then 16-byte rows out
       __half* sC = sS;
 #pragma unroll
@@ -247,7 +313,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       __syncwarp();  // the staging rows are read before the next slab's gathers land there
     } else {
       // partial sums -> this warp's stages; the team meets; warp g reduces rows [g WR/P, (g+1) WR/P)
-      float* sR = reinterpret_cast<float*>(sS);
+      AccT* sR = reinterpret_cast<AccT*>(sS);
 #pragma unroll
       for (int i = 0; i < C::MT; ++i)
 #pragma unroll
@@ -256,33 +322,67 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           for (int h = 0; h < 2; ++h) {
             const int rl = i * 16 + (lane >> 2) + h * 8;
             const int cl = jn * 8 + (lane & 3) * 2;
-            *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
+            if constexpr (MODE == kI8)
+              *reinterpret_cast<int2*>(sR + rl * C::LDR + cl) = make_int2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
+            else
+              *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
           }
-      named_barrier_sync(1 + team, P * 32);
+      team_sync<P>(team);
       constexpr int ROWS = WR / P;
-      const float* base = reinterpret_cast<const float*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
-      for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
-        const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
-        const int64_t row = r0 + rl;
-        if (row >= n) continue;
-        float v[8];
+      const AccT* base = reinterpret_cast<const AccT*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
+      // the sum of the team's parts for 8 columns of local row rl, in the order p = 0, 1, .., P-1
+      auto reduce8 = [&](int rl, int c8, AccT(&v)[8]) {
 #pragma unroll
         for (int q = 0; q < 8; ++q) v[q] = base[rl * C::LDR + c8 + q];
 #pragma unroll
         for (int p = 1; p < P; ++p) {
-          const float* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as floats
+          const AccT* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as 32-bit words
 #pragma unroll
           for (int q = 0; q < 8; ++q) v[q] += part[rl * C::LDR + c8 + q];
         }
-        alignas(16) __half o[8];
+      };
+      if constexpr (MODE == kF16) {
+        for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
+          const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
+          const int64_t row = r0 + rl;
+          if (row >= n) continue;
+          float v[8];
+          reduce8(rl, c8, v);
+          alignas(16) __half o[8];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const int col = c8 + q;
-          o[q] = __float2half_rn(col < a.cout ? apply_act(v[q] + a.bias[col], a.act, a.alpha) : 0.f);
+          for (int q = 0; q < 8; ++q) {
+            const int col = c8 + q;
+            o[q] = __float2half_rn(col < a.cout ? apply_act(v[q] + a.bias[col], a.act, a.alpha) : 0.f);
+          }
+          store8(row, c8, o);
         }
-        store8(row, c8, o);
+      } else {
+        // the tiles' quantization-aware epilogue: float act(acc * mult + bias) (two roundings, no FMA),
+        // then q_store8; the row padding up to y's (or y2's) stride is written as zeros
+        const QEpilogue& qe = *a.q;
+        const int per_row = q_pad_end(qe) / 8;
+        for (int it = lane; it < ROWS * per_row; it += 32) {
+          const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
+          const int64_t row = r0 + rl;
+          if (row >= n) continue;
+          float v[8];
+          if (c8 < a.cout) {  // then c8 + 7 < COUT (a.cout <= COUT): inside the partial sums' rows
+            AccT s8[8];
+            reduce8(rl, c8, s8);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int col = c8 + q;
+              const float y = __fadd_rn(__fmul_rn(__int2float_rn(s8[q]), qe.mult[col]), a.bias[col]);
+              v[q] = apply_act(y, a.act, a.alpha);
+            }
+          } else {
+#pragma unroll
+            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+          }
+          q_store8(a, qe, row, c8, v);
+        }
       }
-      named_barrier_sync(1 + team, P * 32);  // peers are done reading the partial sums
+      team_sync<P>(team);  // peers are done reading the partial sums
     }
   }
 }

@@ -30,6 +30,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/ptx.cuh"
+#include "backends/cuda/q_epilogue.cuh"
 
 namespace scn::cuda {
 namespace igemm {
@@ -40,78 +41,15 @@ using ptx::cp_async16;
 using ptx::cp_async4;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;
+using ptx::ldmatrix_x2;
 using ptx::ldmatrix_x4_at;
 using ptx::mma_16816;
+using ptx::mma_16816_s8;
+using ptx::mma_16832_s8;
 using ptx::smem_addr;
 
 using ptx::grid_dependency_wait;
 using ptx::grid_launch_dependents;
-
-/// int8 tensor cores: D(16x8, s32) += A(16x32, s8, row) * B(32x8, s8, col).
-__device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
-#endif
-}
-
-/// int8 tensor cores, K = 16: D(16x8, s32) += A(16x16, s8, row) * B(16x8, s8, col). Layers of at
-/// most 16 channels (rows of 16 bytes) take this one instead of padding to 32 channels.
-__device__ __forceinline__ void mma_16816_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(b));
-#else
-  __trap();
-#endif
-}
-
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_addr(p)));
-}
-
-/// Kernel modes: fp16 operands with the fp16 epilogue; fp16 operands with the quantization-aware
-/// epilogue; int8 operands (int32 accumulation) with the quantization-aware epilogue.
-enum Mode : int { kF16 = 0, kF16Q = 1, kI8 = 2 };
-
-/// docs/int8.md quantize(): one float32 product, round half to even (NaN -> 0), clamp to +-127.
-__device__ __forceinline__ int quantize8(float x, float inv) {
-  const int q = __float2int_rn(__fmul_rn(x, inv));
-  return q > 127 ? 127 : (q < -127 ? -127 : q);
-}
-__device__ __forceinline__ float round_half(float x) { return __half2float(__float2half_rn(x)); }
-
-/// The stored value of one output element of an INT8-engine conv (docs/int8.md): `v` is the
-/// conv's float result (after its activation), `r` the residual element as stored (the integer q
-/// when q.res_q, else the fp16 value). Returns the integer q (q.y_q) or the fp16 value.
-__device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, bool relu_after, const QEpilogue& q) {
-  float o;
-  if (!has_res) {
-    o = q.y_q ? float(quantize8(v, q.y_inv)) : round_half(v);
-  } else {
-    float y;
-    if (q.add_q) {  // int8 Add: both operands on their int8 grids, two products, one sum
-      const float qa = q.conv_q ? float(quantize8(v, q.conv_inv)) : float(quantize8(round_half(v), q.add_inv_a));
-      const float qb = q.res_q ? r : float(quantize8(r, q.add_inv_b));
-      y = __fadd_rn(__fmul_rn(qa, q.add_sa), __fmul_rn(qb, q.add_sb));
-    } else {  // fp16 Add of the operands as fp16 (int8 storage dequantized to fp16)
-      const float fa = q.conv_q ? round_half(__fmul_rn(float(quantize8(v, q.conv_inv)), q.conv_s)) : round_half(v);
-      const float fb = q.res_q ? round_half(__fmul_rn(r, q.res_s)) : r;
-      y = __fadd_rn(fa, fb);
-    }
-    o = q.y_q ? float(quantize8(y, q.y_inv)) : round_half(y);
-  }
-  if (relu_after) o = o > 0.f ? o : 0.f;
-  return o;
-}
 
 // ---- TMA bulk copies completing on an mbarrier (sm_90) ------------------------------------------
 __device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
@@ -749,20 +687,15 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       __syncthreads();
       // Pass 2: 8 columns per item; the last N tile also zero-fills the row padding up to the stride
       // (of y, and of the second output y2 when there is one).
-      const int pad_end = qe.y2 && qe.y2_stride > qe.y_stride ? qe.y2_stride : qe.y_stride;
-      const int col_end = blockIdx.y + 1 == gridDim.y ? pad_end : n0 + BN;
+      const int col_end = blockIdx.y + 1 == gridDim.y ? q_pad_end(qe) : n0 + BN;
       const int per_row = (col_end - n0) / 8;
       for (int i = tid; i < BM * per_row; i += T::kThreads) {
         const int rl = i / per_row, c8 = (i % per_row) * 8;
         const int64_t row = m0 + rl;
         const int col = n0 + c8;
         if (row >= n) continue;
-        float o[8];
-        if (col >= a.cout) {
-#pragma unroll
-          for (int q = 0; q < 8; ++q) o[q] = 0.f;
-        } else {
-          float v[8], r[8];
+        float v[8];
+        if (col < a.cout) {
           const float4 lo = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8);
           const float4 hi = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8 + 4);
           v[0] = lo.x;
@@ -773,46 +706,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           v[5] = hi.y;
           v[6] = hi.z;
           v[7] = hi.w;
-          const bool has_res = a.residual != nullptr;
-          if (has_res) {
-            if (qe.res_q) {
-              const uint2 raw =
-                  *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) + row * qe.res_stride + col);
-              const int8_t* rb = reinterpret_cast<const int8_t*>(&raw);
-#pragma unroll
-              for (int q = 0; q < 8; ++q) r[q] = float(rb[q]);
-            } else {
-              alignas(16) __half rh[8];
-              *reinterpret_cast<uint4*>(rh) =
-                  *reinterpret_cast<const uint4*>(static_cast<const __half*>(a.residual) + row * qe.res_stride + col);
-#pragma unroll
-              for (int q = 0; q < 8; ++q) r[q] = __half2float(rh[q]);
-            }
-          }
-#pragma unroll
-          for (int q = 0; q < 8; ++q) o[q] = col + q < a.cout ? q_epilogue(v[q], has_res, r[q], a.relu_after, qe) : 0.f;
-        }
-        if (qe.y2) {  // quantize(fp16 value): what an int8 reader of the fp16 storage reads
-          alignas(8) int8_t qb[8];
-#pragma unroll
-          for (int q = 0; q < 8; ++q) qb[q] = int8_t(quantize8(o[q], qe.y2_inv));
-          *reinterpret_cast<uint2*>(static_cast<int8_t*>(qe.y2) + row * qe.y2_stride + col) =
-              *reinterpret_cast<const uint2*>(qb);
-          if (col >= qe.y_stride) continue;
-        }
-        if (qe.y_q) {
-          alignas(8) int8_t ob[8];
-#pragma unroll
-          for (int q = 0; q < 8; ++q) ob[q] = int8_t(int(o[q]));
-          *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * qe.y_stride + col) =
-              *reinterpret_cast<const uint2*>(ob);
         } else {
-          alignas(16) __half oh[8];
 #pragma unroll
-          for (int q = 0; q < 8; ++q) oh[q] = __float2half_rn(o[q]);
-          *reinterpret_cast<uint4*>(static_cast<__half*>(a.y) + row * qe.y_stride + col) =
-              *reinterpret_cast<const uint4*>(oh);
+          for (int q = 0; q < 8; ++q) v[q] = 0.f;
         }
+        q_store8(a, qe, row, col, v);
       }
     } else {
       // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).

@@ -150,6 +150,7 @@ void CudaEngine::choose_tiles() {
   for (ConvPlan& c : convs_) {
     const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
     const int groups = forced_cfg_ >= 0 ? 0 : osplit_groups_for(shape, cc_major_, opt().offset_groups);
+    c.osplit_class = groups;
     c.osplit = groups > 0 ? osplit_candidates(shape, groups).front() : -1;
     if (c.osplit >= 0)
       c.cfg = -1;

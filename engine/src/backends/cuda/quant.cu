@@ -1,15 +1,12 @@
 // Elementwise kernels of INT8 engines (docs/int8.md): conversions at FP16 <-> INT8 boundaries,
 // the Add node when it is not fused into a conv, and ReLU on int8 rows. The arithmetic is the
-// CPU oracle's, operation for operation (quantize8 / round_half from implicit_gemm.cuh).
+// CPU oracle's, operation for operation (quantize8 / round_half from q_epilogue.cuh).
 #include "backends/cuda/common.cuh"
-#include "backends/cuda/implicit_gemm.cuh"
+#include "backends/cuda/q_epilogue.cuh"
 
 namespace scn::cuda {
 
 namespace {
-
-using igemm::quantize8;
-using igemm::round_half;
 
 /// Element (r, j) of an operand as its stored number: the integer q (int8) or the fp16 value.
 __device__ __forceinline__ float load_stored(const QOperand& x, int64_t r, int j) {
@@ -24,8 +21,8 @@ __device__ __forceinline__ void store(void* y, int64_t i, bool q, float v) {
     static_cast<__half*>(y)[i] = __float2half_rn(v);
 }
 
-__global__ void convert_kernel(const QOperand x, void* y, int y_stride, bool y_q, float y_inv, int c,
-                               const int* count, int64_t cap) {
+__global__ void convert_kernel(const QOperand x, void* y, int y_stride, bool y_q, float y_inv, int c, const int* count,
+                               int64_t cap) {
   const int64_t total = rows_of(count, cap) * y_stride;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = t / y_stride;

@@ -31,7 +31,7 @@ void CudaEngine::select_bucket(bool device_count) {
   const auto it = bucket_tiles_.find(bucket_.label);
   if (it == bucket_tiles_.end()) return;  // tuned (or read from the cache) before the next forward
   for (size_t i = 0; i < convs_.size(); ++i) {
-    convs_[i].kernel() = it->second[i];
+    convs_[i].set_kernel(it->second[i]);
     convs_[i].tuned = true;
   }
 }
@@ -39,9 +39,9 @@ void CudaEngine::select_bucket(bool device_count) {
 /// After tuning (or reading) the bound bucket: its configs, the weights they read, and a graph
 /// captured for them at its next forward.
 void CudaEngine::record_bucket_tiles() {
-  std::vector<int> cfg;
-  for (const ConvPlan& c : convs_) cfg.push_back(c.kernel());
-  bucket_tiles_[bucket_.label] = cfg;
+  std::vector<ConvKernel> kernels;
+  for (const ConvPlan& c : convs_) kernels.push_back(c.kernel());
+  bucket_tiles_[bucket_.label] = kernels;
   const auto ex = execs_.find(bucket_.label);
   if (ex != execs_.end()) {
     cudaGraphExecDestroy(ex->second);
@@ -58,16 +58,15 @@ void CudaEngine::keep_needed_weights() {
   SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   for (size_t i = 0; i < convs_.size(); ++i) {
     ConvPlan& c = convs_[i];
-    if (c.osplit >= 0) continue;  // osplit reads the plain weights only, whatever its config
-    std::set<int> need{c.cfg};
-    for (const auto& [label, cfg] : bucket_tiles_) need.insert(cfg[i]);
+    std::vector<ConvKernel> need{c.kernel()};
+    for (const auto& [label, kernels] : bucket_tiles_) need.push_back(kernels[i]);
     std::set<int> layouts;
     bool plain = false;
-    for (int id : need) {
-      if (igemm_config(id).tma)
-        layouts.insert(tiled_layout(id));
+    for (const ConvKernel& k : need) {
+      if (k.osplit < 0 && igemm_config(k.cfg).tma)
+        layouts.insert(tiled_layout(k.cfg));
       else
-        plain = true;
+        plain = true;  // osplit and the non-TMA tiles read the plain weights
     }
     for (auto it = c.w_tiled.begin(); it != c.w_tiled.end();)
       it = layouts.count(it->first) ? std::next(it) : c.w_tiled.erase(it);

@@ -43,15 +43,16 @@ int tiled_layout(int id);
 std::vector<std::string> compiled_tile_names();
 
 /// Offset groups of the warp-independent osplit kernel (igemm_offset_split.h) for a conv, 0 when the
-/// conv runs the implicit-GEMM tiles. It fits fp16 convs (mode 0) of 27 offsets with cin_p == cout_p
-/// of 16 or 32, or 16 -> 32 channels (the strided conv into level 1). `option`
+/// conv runs the implicit-GEMM tiles. It fits convs of 27 offsets with 16 -> 16, 32 -> 32 or 16 -> 32
+/// channels (the strided conv into level 1), fp16 (mode 0) or int8 operands (mode 2). `option`
 /// (CudaOptions::offset_groups): 0 = by GPU (two groups on sm_90, where they were measured faster;
 /// none elsewhere), 1 = none, 2 = two groups wherever it fits. Like the split-K class, this fixes the
-/// summation order, so it is never the tuner's choice.
+/// fp16 summation order, so it is never the tuner's choice (int8 sums are exact: any count gives the
+/// int8 tiles' bits).
 int osplit_groups_for(const ConvShape& c, int cc_major, int option);
 
-/// The osplit configs with `groups` offset groups that fit the conv: the heuristic's pick first,
-/// then the rest (what the autotuner times). Empty when none fits.
+/// The osplit configs with `groups` offset groups (int8: any count) that fit the conv: the heuristic's
+/// pick first, then the rest (what the autotuner times). Empty when none fits.
 std::vector<int> osplit_candidates(const ConvShape& c, int groups);
 
 }  // namespace scn::cuda
