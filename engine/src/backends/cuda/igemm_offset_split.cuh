@@ -86,8 +86,11 @@ struct Cfg {
   // the fp16 epilogue of P == 1 stages halves; partial sums (P > 1, and every int8 config) 32-bit words
   static constexpr bool kPartials = P > 1 || MODE != kF16;
   static constexpr int EPI_HALVES = kPartials ? WR * LDR * 2 : WR * LDC;
-  // the stages, reused by the epilogue (a warp's region is at least what the epilogue needs)
-  static constexpr int WARP_HALVES = STAGES * STAGE > EPI_HALVES ? STAGES* STAGE : EPI_HALVES;
+  static constexpr int MAP_HALVES = WR * KK * 2;  // a slab's map rows (int32), staged at the slab's start
+  static constexpr int MAX_HALVES = EPI_HALVES > MAP_HALVES ? EPI_HALVES : MAP_HALVES;
+  // the stages, reused by the map staging and the epilogue (a warp's region holds what they need)
+  static constexpr int STAGES_HALVES = STAGES * STAGE;
+  static constexpr int WARP_HALVES = STAGES_HALVES > MAX_HALVES ? STAGES_HALVES : MAX_HALVES;
   static constexpr size_t kWeightHalves = size_t(KK) * COUT * CIN;
   // 16 zero bytes after the stages: the A fragments of rows without a neighbour at an offset (not copied)
   static constexpr size_t kZeroOff = (kWeightHalves + size_t(WARPS) * WARP_HALVES) * 2;
@@ -121,19 +124,38 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   const int32_t* __restrict__ out_in = a.out_in;
-  // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, ..: independent loads
+  // The slab's map rows (WR x KK int32, contiguous in out_in) -> this warp's stage region, by coalesced
+  // 16-byte copies (rows from n on read as zeros, nothing read past them). A lane loading its own row's
+  // entries from global memory instead touches another 128-byte line per lane and offset: KK line
+  // lookups per row in the L1, several times what the row's gathers take.
+  static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
+  auto stage_map = [&](int64_t slab) {
+    const int64_t left = n - slab * WR;
+    const int valid = int(left < WR ? left : WR) * KK * 4;  // bytes of rows < n
+    const char* src = reinterpret_cast<const char*>(out_in + slab * WR * KK);
+    const uint32_t dst = smem_addr(sS);
+#pragma unroll
+    for (int c = lane; c < WR * KK / 4; c += 32) {
+      const int b = valid - 16 * c;
+      ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
+    }
+  };
+  // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
+  // rows (word stride KK, odd: the 32 lanes hit 32 banks)
   int mp[C::RH][C::KG];
-  auto load_map = [&](int64_t slab) {
+  auto read_map = [&](int64_t slab) {
+    const int32_t* sm = reinterpret_cast<const int32_t*>(sS);
 #pragma unroll
     for (int h = 0; h < C::RH; ++h) {
       const int64_t row = slab * WR + lane + 32 * h;
-      const int32_t* m = ptx::pinned(out_in + row * KK + g);  // the loads below add immediates to it
 #pragma unroll
-      for (int j = 0; j < C::KG; ++j) mp[h][j] = (row < n && g + j * P < KK) ? __ldg(m + j * P) : -1;
+      for (int j = 0; j < C::KG; ++j)
+        mp[h][j] = (row < n && g + j * P < KK) ? sm[(lane + 32 * h) * KK + g + j * P] : -1;
     }
   };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
-  if (slab0 < nslabs) load_map(slab0);  // in flight beside the weights
+  if (slab0 < nslabs) stage_map(slab0);  // in flight beside the weights
+  ptx::cp_async_commit();
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
   // Launched programmatically, the grid got here while the previous conv may still run: the weights,
@@ -170,7 +192,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
   for (int64_t slab = slab0; slab < nslabs; slab += stride) {
     const int64_t r0 = slab * WR;
-    if (slab != slab0) load_map(slab);
+    if (slab != slab0) {  // the stage region is free: the last slab's epilogue ended with its team's sync
+      stage_map(slab);
+      ptx::cp_async_commit();
+      ptx::cp_async_wait_mem<0>();
+      __syncwarp();
+    }
+    read_map(slab);
+    __syncwarp();  // every lane has read the staged map before the gathers overwrite the stage region
     // The block's last round (its first team has no further slab): let the next kernel launch, so
     // its blocks stage their weights and maps on the SMs this grid's blocks leave, while the rest
     // still run. Its own griddepcontrol.wait still waits for this grid to complete.

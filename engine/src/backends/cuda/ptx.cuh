@@ -51,6 +51,11 @@ __device__ __forceinline__ void cp_async16_if_row(uint32_t dst, const void* src,
       "{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(dst),
       "l"(src), "r"(row));
 }
+/// 16-byte asynchronous copy that reads the first `src_bytes` (0..16) of `src` and zero-fills the rest
+/// (nothing is read when it is 0).
+__device__ __forceinline__ void cp_async16_n(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
 /// The value, opaque to the compiler: it stays in a register instead of being recomputed from its
 /// operands at every use (lane-constant addresses of an unrolled loop).
 __device__ __forceinline__ uint32_t pinned(uint32_t v) {
