@@ -181,7 +181,9 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
         }
         EXPECT_GT(tiled, 0) << "no layer reports an int8 tile (the 40- and 128-channel layers run them)";
         // 16 -> 16 (conv0-2), 16 -> 32 (conv3), 32 -> 32 (conv4-5)
-        if (v.groups != 0) EXPECT_EQ(osplit, v.groups == 2 ? 6 : 0) << "layers on the int8 osplit kernel";
+        if (v.groups != 0) {
+          EXPECT_EQ(osplit, v.groups == 2 ? 6 : 0) << "layers on the int8 osplit kernel";
+        }
       }
     }
   }
