@@ -117,6 +117,12 @@ std::vector<uint16_t> random_halves(size_t n, float scale, std::mt19937& rng) {
   return v;
 }
 
+/// docs/int8.md quantize(): one float32 product, round half to even, clamp to +-127.
+int quantize8_host(float x, float inv) {
+  const float q = std::nearbyint(x * inv);
+  return q > 127.f ? 127 : (q < -127.f ? -127 : int(q));
+}
+
 /// One conv problem: rows n of a map, input rows, channels.
 struct Problem {
   const char* level;
@@ -318,6 +324,42 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
       table.push_back({p.level, e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
     }
+
+    // INT8 engines' fp16 convs with the quantizing epilogue (mode 1), here an fp16 y and a second, int8
+    // output: y bitwise the fp16 config's of the same class P (P = 1: the tiles'), y2 = quantize(y)
+    if (e.residual) continue;
+    QEpilogue qe;
+    qe.y_stride = p.cout;
+    qe.y2_stride = p.cout;
+    qe.y2_inv = 127.f / 1.5f;
+    Buf d_q(sizeof(QEpilogue)), y2(out_elems);
+    qe.y2 = y2.p;
+    d_q.up(std::vector<QEpilogue>{qe});
+    ConvArgs aq = a;
+    aq.q = d_q.as<QEpilogue>();
+    aq.y = y.p;
+    for (int id = 0; id < osplit_num_configs(); ++id) {
+      const OsplitConfig& c = osplit_config(id);
+      if (c.mode != 1 || !osplit_config_fits(id, aq) || !osplit_fits_device(id)) continue;
+      CK(cudaMemset(y.p, 0xff, y.bytes));
+      CK(cudaMemset(y2.p, 0x5a, y2.bytes));
+      launch_osplit(id, aq, sm, st);
+      const std::vector<uint16_t> got = result();
+      const auto cls =
+          std::find_if(per_class.begin(), per_class.end(), [&](const auto& q) { return q.first == c.groups; });
+      const std::vector<uint16_t>* want_y = c.groups == 1 && !igemm_out.empty() ? &igemm_out
+                                            : cls != per_class.end()            ? &cls->second
+                                                                                : nullptr;
+      check(want_y && got == *want_y,
+            std::string(c.name) + " y bitwise equal to the fp16 kernels of class P=" + std::to_string(c.groups));
+      const std::vector<int8_t> q2 = y2.down<int8_t>(out_elems);
+      size_t bad = 0;
+      for (size_t i = 0; i < out_elems; ++i) bad += q2[i] != int8_t(quantize8_host(half_to_float(got[i]), qe.y2_inv));
+      check(bad == 0, std::string(c.name) + " y2 = quantize(y) (" + std::to_string(bad) + " differ)");
+      const auto t = time_kernel([&] { launch_osplit(id, aq, sm, st); }, runs, st);
+      table.push_back(
+          {p.level, "q " + std::string(e.name), c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
+    }
     if (quick) break;  // one epilogue per level
   }
 }
@@ -330,12 +372,6 @@ std::vector<int8_t> random_int8(size_t n, std::mt19937& rng) {
   std::vector<int8_t> v(n);
   for (auto& q : v) q = int8_t(sign(rng) ? -u(rng) : u(rng));  // never zero
   return v;
-}
-
-/// docs/int8.md quantize(): one float32 product, round half to even, clamp to +-127.
-int quantize8_host(float x, float inv) {
-  const float q = std::nearbyint(x * inv);
-  return q > 127.f ? 127 : (q < -127.f ? -127 : int(q));
 }
 
 struct QEpi {

@@ -56,7 +56,8 @@ struct CudaOptions {
   /// the fp16 summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two
   /// offset groups on sm_90, the implicit-GEMM tiles elsewhere), 1 = the implicit-GEMM tiles (offsets
   /// in one chain), 2 = osplit with two groups wherever it fits (docs/cuda_backend.md). INT8 engines'
-  /// int8-operand convs of these shapes follow it too (their sums are exact: same bits either way).
+  /// convs of these shapes follow it too: fp16 ones with a quantizing epilogue in the same order, int8
+  /// ones (exact sums) with the same bits either way.
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input

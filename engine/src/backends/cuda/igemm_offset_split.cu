@@ -22,7 +22,8 @@ OsplitInstance make(const char* name) {
       {CIN, COUT, WR, P, S, W, MODE, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, MODE>, C::kSmem};
 }
 
-// Name: [i8]c{input channels}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}. The
+// Name: [q|i8]c{input channels}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}
+// (q: fp16 operands with the quantization-aware epilogue, i8: int8 operands). The
 // shared memory is the K x COUT weight rows plus warps x stages x rows input rows (int8 rows are half
 // as wide); the warps per SM follow from it.
 std::vector<OsplitInstance>& instances() {
@@ -50,6 +51,15 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
+    // INT8 engines, fp16 operands with the quantization-aware epilogue (summed like the fp16 configs of
+    // the same P)
+    all.push_back(make<16, 16, 32, 1, 6, 8, kF16Q>("osplit qc16x16r32p1s6w8"));
+    all.push_back(make<16, 16, 32, 2, 6, 8, kF16Q>("osplit qc16x16r32p2s6w8"));
+    all.push_back(make<16, 16, 32, 2, 4, 16, kF16Q>("osplit qc16x16r32p2s4w16"));
+    all.push_back(make<32, 32, 32, 1, 5, 8, kF16Q>("osplit qc32x32r32p1s5w8"));
+    all.push_back(make<32, 32, 32, 2, 3, 20, kF16Q>("osplit qc32x32r32p2s3w20"));
+    all.push_back(make<16, 32, 32, 1, 6, 8, kF16Q>("osplit qc16x32r32p1s6w8"));
+    all.push_back(make<16, 32, 32, 2, 6, 8, kF16Q>("osplit qc16x32r32p2s6w8"));
     // INT8 engines (int8 operands, int32 sums: every config gives the same bits). 16 -> 16: 6.75 KiB of
     // weights, 16-byte rows (0.5 KiB per stage and warp); partial sums need 2.5 KiB per warp
     all.push_back(make<8, 16, 32, 1, 6, 8, kI8>("osplit i8c16x16r32p1s6w8"));

@@ -17,10 +17,11 @@
 // part_g over offsets k = g, g + P, .. ascending. Either way it depends on P only, never on WR,
 // STAGES or the warps per block, so all configs of one P give the same bits.
 //
-// MODE kI8 (INT8 engines, docs/int8.md): rows of int8 channels, counted like the tiles in 16-bit units
-// of two (CIN = 8 or 16 units: 16 or 32 channels), int8 weights, mma.sync s8 -> s32. The int32 sums
-// are exact, so every P and every config gives the bits of the int8 tiles; the partial sums meet in
-// shared memory (also for P == 1) and the quantization-aware epilogue (q_epilogue.cuh) stores them.
+// INT8 engines (docs/int8.md): MODE kI8 reads rows of int8 channels, counted like the tiles in 16-bit
+// units of two (CIN = 8 or 16 units: 16 or 32 channels), int8 weights, mma.sync s8 -> s32; the int32
+// sums are exact, so every P and every config gives the bits of the int8 tiles. MODE kF16Q sums fp16
+// operands like kF16 (the same order per P). Both meet their partial sums in shared memory (also for
+// P == 1) and store them with the tiles' quantization-aware epilogue (q_epilogue.cuh).
 #pragma once
 
 #include <cstdint>
@@ -66,7 +67,7 @@ __device__ __forceinline__ void team_sync(int team) {
 /// CIN: 16-bit units per input row (fp16 channels, or pairs of int8 channels with MODE kI8).
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
 struct Cfg {
-  static_assert(MODE == kF16 || MODE == kI8, "fp16 or int8 operands");
+  static_assert(MODE == kF16 || MODE == kF16Q || MODE == kI8, "a kernel mode of implicit_gemm.cuh");
   static_assert(MODE == kI8 ? (CIN == 8 || CIN == 16) : (CIN == 16 || CIN == 32),
                 "16 or 32 input channels (int8: 8 or 16 units)");
   static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
@@ -386,8 +387,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           store8(row, c8, o);
         }
       } else {
-        // the tiles' quantization-aware epilogue: float act(acc * mult + bias) (two roundings, no FMA),
-        // then q_store8; the row padding up to y's (or y2's) stride is written as zeros
+        // the tiles' quantization-aware epilogue: float act(acc * mult + bias) (kI8: two roundings, no
+        // FMA) or act(acc + bias) (kF16Q), then q_store8; the row padding up to y's (or y2's) stride
+        // is written as zeros
         const QEpilogue& qe = *a.q;
         const int per_row = q_pad_end(qe) / 8;
         for (int it = lane; it < ROWS * per_row; it += 32) {
@@ -401,7 +403,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int col = c8 + q;
-              const float y = __fadd_rn(__fmul_rn(__int2float_rn(s8[q]), qe.mult[col]), a.bias[col]);
+              float y;
+              if constexpr (MODE == kI8)
+                y = __fadd_rn(__fmul_rn(__int2float_rn(s8[q]), qe.mult[col]), a.bias[col]);
+              else
+                y = s8[q] + a.bias[col];
               v[q] = apply_act(y, a.act, a.alpha);
             }
           } else {

@@ -165,20 +165,21 @@ std::vector<std::string> compiled_tile_names() {
 int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
   // the shapes measured faster than the best tile (docs/benchmarks.md): the 16/32-channel levels and
   // the strided 16 -> 32 conv into level 1 (32 -> 64 was measured too: no faster than the tiles); in
-  // fp16 and, for the INT8 engines, with int8 operands (mode 2; cin_p counts pairs of channels). The
-  // quantizing epilogue on fp16 operands (mode 1) has no osplit variant.
+  // fp16 and, for the INT8 engines, with the quantizing epilogue (mode 1) or int8 operands (mode 2;
+  // cin_p counts pairs of channels)
   const int cin = c.mode == 2 ? 2 * c.cin_p : c.cin_p;
   const bool shape = (cin == c.cout_p && (cin == 16 || cin == 32)) || (cin == 16 && c.cout_p == 32);
-  if (option == 1 || c.mode == 1 || c.K != 27 || !shape) return 0;
+  if (option == 1 || c.K != 27 || !shape) return 0;
   if (option == 0 && cc_major != 9) return 0;
   return osplit_candidates(c, 2).empty() ? 0 : 2;
 }
 
 std::vector<int> osplit_candidates(const ConvShape& c, int groups) {
   // the fastest of each width on the real nuScenes frame (H200, docs/benchmarks.md)
-  static const char* const kPicks[] = {"osplit c16x16r32p2s6w8",   "osplit c32x32r32p2s3w20",
-                                       "osplit c16x32r32p2s6w8",   "osplit i8c16x16r32p2s6w8",
-                                       "osplit i8c32x32r32p2s6w8", "osplit i8c16x32r32p2s8w8"};
+  static const char* const kPicks[] = {
+      "osplit c16x16r32p2s6w8",   "osplit c32x32r32p2s3w20",  "osplit c16x32r32p2s6w8",
+      "osplit qc16x16r32p2s6w8",  "osplit qc32x32r32p2s3w20", "osplit qc16x32r32p2s6w8",
+      "osplit i8c16x16r32p2s6w8", "osplit i8c32x32r32p2s6w8", "osplit i8c16x32r32p2s8w8"};
   std::vector<int> v;
   // int8 sums are exact: every offset-group count gives the same bits, so all are candidates
   auto fits = [&](int id) {

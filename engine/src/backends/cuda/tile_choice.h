@@ -44,7 +44,8 @@ std::vector<std::string> compiled_tile_names();
 
 /// Offset groups of the warp-independent osplit kernel (igemm_offset_split.h) for a conv, 0 when the
 /// conv runs the implicit-GEMM tiles. It fits convs of 27 offsets with 16 -> 16, 32 -> 32 or 16 -> 32
-/// channels (the strided conv into level 1), fp16 (mode 0) or int8 operands (mode 2). `option`
+/// channels (the strided conv into level 1), fp16 (mode 0), fp16 with the quantizing epilogue (mode 1) or
+/// int8 operands (mode 2). `option`
 /// (CudaOptions::offset_groups): 0 = by GPU (two groups on sm_90, where they were measured faster;
 /// none elsewhere), 1 = none, 2 = two groups wherever it fits. Like the split-K class, this fixes the
 /// fp16 summation order, so it is never the tuner's choice (int8 sums are exact: any count gives the
