@@ -122,5 +122,16 @@ TEST(TuningCache, ModelDigestFollowsTheContents) {
   EXPECT_EQ(model_digest(a), model_digest(d));
 }
 
+TEST(TuningCache, NamesDigestFollowsTheListInOrder) {
+  const std::vector<std::string> a{"igemm m128n16k16s4t", "osplit c16x16r32p2s6w8"};
+  EXPECT_EQ(names_digest(a), names_digest(a));
+  EXPECT_EQ(names_digest(a).size(), 16u);
+  EXPECT_NE(names_digest(a), names_digest({a[1], a[0]}));
+  EXPECT_NE(names_digest(a), names_digest({a[0]}));
+  EXPECT_NE(names_digest(a), names_digest({a[0], a[1], "osplit i8c16x16r32p2s6w8"}));
+  // names are delimited: "ab" + "c" is not "a" + "bc"
+  EXPECT_NE(names_digest({"ab", "c"}), names_digest({"a", "bc"}));
+}
+
 }  // namespace
 }  // namespace scn

@@ -55,6 +55,12 @@ class Fnv {
   uint64_t h_ = 0xcbf29ce484222325ull;
 };
 
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> f;
   size_t p0 = 0;
@@ -117,9 +123,14 @@ std::string model_digest(const Graph& g) {
     h.pod(uint64_t(io->size()));
     for (int v : *io) h.pod(v);
   }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h.value()));
-  return buf;
+  return hex16(h.value());
+}
+
+std::string names_digest(const std::vector<std::string>& names) {
+  Fnv h;
+  h.pod(uint64_t(names.size()));
+  for (const std::string& n : names) h.str(n);
+  return hex16(h.value());
 }
 
 const TuningBucket* TuningCache::bucket(const std::string& label) const {

@@ -1,7 +1,8 @@
 // The saved autotuner decisions (CudaOptions::tuning_cache): which tile each conv runs in each size
 // bucket (plan/size_buckets.h), under a key that says what they were measured for (GPU, compute
-// capability, SM count, CUDA runtime and driver, scn version, a digest of the model's contents, the
-// capacities, the bucket ladder and the options that shape the candidates). A key that differs, or a
+// capability, SM count, CUDA runtime and driver, scn version, a digest of the model's contents, a
+// digest of the compiled kernel names, the capacities, the bucket ladder and the options that shape
+// the candidates). A key that differs, or a
 // file of another format version, means re-tuning; a file that cannot be read as a whole is an error
 // naming it. Plain C++ (no CUDA): the format is tested on the CPU.
 //
@@ -47,6 +48,9 @@ struct TuningCache {
 /// 64-bit FNV-1a digest of everything that defines the model: nodes, attributes, weights, biases,
 /// quantization ranges, values and graph inputs / outputs (not the file name), as 16 hex digits.
 std::string model_digest(const Graph& graph);
+/// 64-bit FNV-1a digest of a list of names in order (the compiled kernels a cache's names refer to),
+/// as 16 hex digits.
+std::string names_digest(const std::vector<std::string>& names);
 
 std::string serialize(const TuningCache& cache);
 /// Parses `text` (the contents of `file`); anything malformed or truncated is an scn::Error naming

@@ -135,6 +135,11 @@ TuningCache CudaEngine::tuning_key() const {
   k.key.emplace_back("cuda_driver", std::to_string(driver));
   k.key.emplace_back("scn", scn_version());
   k.key.emplace_back("model", model_digest(g()));
+  // a build with other kernels (added configs, another class for some convs) re-tunes instead of
+  // meeting names it cannot run
+  std::vector<std::string> kernels = compiled_tile_names();
+  for (int id = 0; id < osplit_num_configs(); ++id) kernels.push_back(osplit_config(id).name);
+  k.key.emplace_back("kernels", names_digest(kernels));
   k.key.emplace_back("precision", precision_name(options_.precision));
   std::string caps;
   for (const SiteInfo& si : sites_) caps += (caps.empty() ? "" : ",") + std::to_string(si.cap);
