@@ -31,10 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/int8_conv.h"
 #include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/tile_choice.h"
 #include "core/half.h"
+#include "plan/int8_arith.h"
 #include "scn/error.h"
 #include "scn/tensor.h"
 
@@ -115,12 +117,6 @@ std::vector<uint16_t> random_halves(size_t n, float scale, std::mt19937& rng) {
   std::vector<uint16_t> v(n);
   for (auto& h : v) h = float_to_half((sign(rng) ? -1.f : 1.f) * u(rng) * scale);  // never zero
   return v;
-}
-
-/// docs/int8.md quantize(): one float32 product, round half to even, clamp to +-127.
-int quantize8_host(float x, float inv) {
-  const float q = std::nearbyint(x * inv);
-  return q > 127.f ? 127 : (q < -127.f ? -127 : int(q));
 }
 
 /// One conv problem: rows n of a map, input rows, channels.
@@ -354,7 +350,7 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
             std::string(c.name) + " y bitwise equal to the fp16 kernels of class P=" + std::to_string(c.groups));
       const std::vector<int8_t> q2 = y2.down<int8_t>(out_elems);
       size_t bad = 0;
-      for (size_t i = 0; i < out_elems; ++i) bad += q2[i] != int8_t(quantize8_host(half_to_float(got[i]), qe.y2_inv));
+      for (size_t i = 0; i < out_elems; ++i) bad += q2[i] != int8_t(int8::quantize(half_to_float(got[i]), qe.y2_inv));
       check(bad == 0, std::string(c.name) + " y2 = quantize(y) (" + std::to_string(bad) + " differ)");
       const auto t = time_kernel([&] { launch_osplit(id, aq, sm, st); }, runs, st);
       table.push_back(
@@ -484,7 +480,7 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
 
     std::vector<uint8_t> ref;
     std::string ref_name;
-    if (&e == &epis[0]) {  // host reference: exact int32 sums, then docs/int8.md's float32 epilogue
+    if (&e == &epis[0]) {  // host reference: exact int32 sums, then the CPU oracle's epilogue and quantize
       ref.assign(size_t(p.n) * size_t(cout), 0);
       for (int64_t o = 0; o < p.n; ++o)
         for (int c = 0; c < cout; ++c) {
@@ -496,10 +492,8 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
             const int8_t* wr = w.data() + (size_t(k) * kCoutW + size_t(c)) * size_t(cin);
             for (int ci = 0; ci < cin; ++ci) acc += int32_t(xr[ci]) * int32_t(wr[ci]);
           }
-          volatile float prod = float(acc) * mult[size_t(c)];  // two roundings, never a fused multiply-add
-          float v = prod + bias[size_t(c)];
-          v = v > 0.f ? v : 0.f;
-          ref[size_t(o) * size_t(cout) + size_t(c)] = uint8_t(int8_t(quantize8_host(v, e.q.y_inv)));
+          const float v = cpu::int8_epilogue(acc, mult[size_t(c)], bias[size_t(c)], Activation::ReLU, 0.f);
+          ref[size_t(o) * size_t(cout) + size_t(c)] = uint8_t(int8_t(int8::quantize(v, e.q.y_inv)));
         }
       ref_name = "host reference";
     }

@@ -18,14 +18,13 @@
 namespace scn::cuda {
 
 /// What the tuner times for a conv: the osplit configs of its offset-group class, and the tiles of its
-/// split class (minus CudaOptions::tune_skip) when it has no osplit class or int8 operands (exact
-/// sums: osplit and the tiles give the same bits).
+/// split class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
   if (c.osplit_class > 0)
     for (int id : osplit_candidates(shape, c.osplit_class)) v.push_back(ConvKernel{-1, id});
-  if (c.osplit_class == 0 || c.mode == 2)
+  if (c.may_run_tiles())
     for (int id : tune_candidates(shape, cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});
   return v;
@@ -165,14 +164,14 @@ void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& fil
     SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " of size bucket '",
               bucket.label, "' is for node '", node, "', expected '", g().nodes[size_t(c.node)].name, "'");
     const int os = osplit_find_config(tile.c_str());
-    if (c.osplit_class > 0 && (os >= 0 || c.mode != 2)) {  // a config of the class the options fix
+    if (c.osplit_class > 0 && (os >= 0 || !c.may_run_tiles())) {  // a config of the class the options fix
       const std::vector<int> fit = osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.osplit_class);
       SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
                 "' for node '", node, "' is not a compiled osplit config of its class here");
       kernels.push_back(ConvKernel{-1, os});
       continue;
     }
-    const int id = find_tile(tile);  // (int8 convs of an osplit class may run a tile too: same bits)
+    const int id = find_tile(tile);
     SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
     kernels.push_back(ConvKernel{id, -1});

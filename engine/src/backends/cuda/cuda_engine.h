@@ -43,7 +43,6 @@ constexpr size_t kMaxBitmapBytes = size_t(1) << 30;
 struct ConvKernel {
   int cfg = -1;
   int osplit = -1;
-  bool operator==(const ConvKernel& o) const { return cfg == o.cfg && osplit == o.osplit; }
 };
 
 /// A conv as lowered: the fused conv, its kernel mode and storage, its tile and its device weights.
@@ -79,6 +78,9 @@ struct ConvPlan {
   /// class runs an osplit config of that class (the class is fixed for the engine's life); an int8 one
   /// (exact sums: every kernel gives the same bits) an osplit config or an implicit-GEMM tile.
   ConvKernel kernel() const { return ConvKernel{cfg, osplit}; }
+  /// The implicit-GEMM tiles may run it: it has no osplit class, or int8 operands (exact sums: osplit and
+  /// the tiles give the same bits).
+  bool may_run_tiles() const { return osplit_class == 0 || mode == 2; }
   void set_kernel(const ConvKernel& k) {
     cfg = k.cfg;
     osplit = k.osplit;

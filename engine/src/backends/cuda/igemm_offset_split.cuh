@@ -250,6 +250,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         any |= has[h] != 0u;
       }
       if (!any) continue;
+      // 16-row block i has no row with a neighbour at offset k: it adds nothing
+      auto block_empty = [&](int i) { return ((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u; };
+      // this lane's A address in block i: its row's staged chunk, or the zero chunk for a row that was
+      // not copied (no neighbour)
+      auto a_addr = [&](int kk, int i) {
+        return (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN) : zero_chunk;
+      };
 #pragma unroll
       for (int kk = 0; kk < KB; ++kk) {
         if constexpr (kRow16B) {  // int8, 16 channels: m16n8k16 s8, one A register pair, one B register
@@ -267,10 +274,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           }
 #pragma unroll
           for (int i = 0; i < C::MT; ++i) {
-            if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
+            if (block_empty(i)) continue;
             uint32_t af[2];
-            ldmatrix_x2_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
-                                                             : zero_chunk);
+            ldmatrix_x2_at(af, a_addr(kk, i));
 #pragma unroll
             for (int jn = 0; jn < C::NT; ++jn) mma_16816_s8(acc[i][jn], af, bf[jn]);
           }
@@ -287,11 +293,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           }
 #pragma unroll
           for (int i = 0; i < C::MT; ++i) {
-            if (((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u) continue;
-            // a row without a neighbour was not copied: its lane reads the zero chunk instead
+            if (block_empty(i)) continue;
             uint32_t af[4];
-            ldmatrix_x4_at(af, (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
-                                                             : zero_chunk);
+            ldmatrix_x4_at(af, a_addr(kk, i));
 #pragma unroll
             for (int jn = 0; jn < C::NT; ++jn) {
               if constexpr (MODE == kI8)
@@ -387,9 +391,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
           store8(row, c8, o);
         }
       } else {
-        // the tiles' quantization-aware epilogue: float act(acc * mult + bias) (kI8: two roundings, no
-        // FMA) or act(acc + bias) (kF16Q), then q_store8; the row padding up to y's (or y2's) stride
-        // is written as zeros
+        // the tiles' quantization-aware epilogue: act(q_conv_value), then q_store8; the row padding up
+        // to y's (or y2's) stride is written as zeros
         const QEpilogue& qe = *a.q;
         const int per_row = q_pad_end(qe) / 8;
         for (int it = lane; it < ROWS * per_row; it += 32) {
@@ -403,12 +406,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int col = c8 + q;
-              float y;
-              if constexpr (MODE == kI8)
-                y = __fadd_rn(__fmul_rn(__int2float_rn(s8[q]), qe.mult[col]), a.bias[col]);
-              else
-                y = s8[q] + a.bias[col];
-              v[q] = apply_act(y, a.act, a.alpha);
+              const float m = MODE == kI8 ? qe.mult[col] : 0.f;  // fp16 operands have no multiplier
+              v[q] = apply_act(q_conv_value(s8[q], m, a.bias[col]), a.act, a.alpha);
             }
           } else {
 #pragma unroll

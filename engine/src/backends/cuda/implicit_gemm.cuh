@@ -672,14 +672,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
-            float y0, y1;
-            if constexpr (MODE == kI8) {  // docs/int8.md: two float32 roundings, no FMA
-              y0 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h]), mul0), b0);
-              y1 = __fadd_rn(__fmul_rn(__int2float_rn(acc[i][j][2 * h + 1]), mul1), b1);
-            } else {
-              y0 = float(acc[i][j][2 * h]) + b0;
-              y1 = float(acc[i][j][2 * h + 1]) + b1;
-            }
+            const float y0 = q_conv_value(acc[i][j][2 * h], mul0, b0);
+            const float y1 = q_conv_value(acc[i][j][2 * h + 1], mul1, b1);
             *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) =
                 make_float2(apply_act(y0, a.act, a.alpha), apply_act(y1, a.act, a.alpha));
           }

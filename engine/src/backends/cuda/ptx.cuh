@@ -1,7 +1,7 @@
 // Inline-PTX building blocks shared by the implicit-GEMM kernels (implicit_gemm.cuh) and the
 // warp-independent osplit kernel (igemm_offset_split.cuh): shared-memory addresses, cp.async copies
-// (plain, zero-filling or predicated on a gathered row) and groups, values pinned in registers, ldmatrix,
-// the fp16 m16n8k16 tensor-core MMA, named barriers, and the programmatic-launch controls.
+// (plain, zero-filling or predicated on a gathered row, partial) and groups, values pinned in registers,
+// ldmatrix, the fp16 and int8 tensor-core MMAs, named barriers, and the programmatic-launch controls.
 #pragma once
 
 #include <cstdint>
@@ -97,16 +97,12 @@ __device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr) 
                : "r"(addr));
 }
 
-/// Two 8x8 b16 matrices from shared memory (lanes 0-15 give the row addresses).
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_addr(p)));
-}
-/// As ldmatrix_x2, from this lane's row address (smem_addr).
+/// Two 8x8 b16 matrices from shared memory; lanes 0-15 give the row addresses (smem_addr).
 __device__ __forceinline__ void ldmatrix_x2_at(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
+/// As ldmatrix_x2_at, from a shared-memory pointer.
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) { ldmatrix_x2_at(r, smem_addr(p)); }
 
 /// fp16 tensor cores: D(16x8, f32) += A(16x16, f16, row) * B(16x8, f16, col).
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

@@ -14,6 +14,13 @@ namespace scn::cuda {
 /// epilogue; int8 operands (int32 accumulation) with the quantization-aware epilogue.
 enum Mode : int { kF16 = 0, kF16Q = 1, kI8 = 2 };
 
+/// The conv's value before its activation (docs/int8.md): with int8 operands float(acc) * mult + bias
+/// in two float32 roundings (no FMA); with fp16 operands acc + bias (`mult` unused).
+__device__ __forceinline__ float q_conv_value(int acc, float mult, float bias) {
+  return __fadd_rn(__fmul_rn(__int2float_rn(acc), mult), bias);
+}
+__device__ __forceinline__ float q_conv_value(float acc, float /*mult*/, float bias) { return acc + bias; }
+
 /// docs/int8.md quantize(): one float32 product, round half to even (NaN -> 0), clamp to +-127.
 __device__ __forceinline__ int quantize8(float x, float inv) {
   const int q = __float2int_rn(__fmul_rn(x, inv));
