@@ -197,7 +197,6 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
   v.push_back({"pdl_last_tile_start",
                [](CudaOptions& o) { o.programmatic_launch = CudaProgrammaticLaunch::LastTileStart; },
                SplitClass::Default});
-  v.push_back({"osplit_chains_off", [](CudaOptions& o) { o.osplit_chains = false; }, SplitClass::Default});
   v.push_back(
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
   v.push_back({"split1",

@@ -426,25 +426,6 @@ TEST(CudaBackend, Deterministic) {
       EXPECT_GE(osplit_layers, 4) << "CenterPoint's 16- and 32-channel subm convs run osplit";
   }
   {
-    // osplit chains (a level's osplit convs in one persistent kernel, CudaOptions::osplit_chains) against
-    // one launch per conv: the same bits; the default engine chains where it runs osplit
-    int chained = 0;
-    for (const auto& l : e1->profile_layers()) chained += l.algorithm.find("[forward: chain ") != std::string::npos;
-    EXPECT_EQ(chained >= 4, default_osplit > 0) << chained << " chained convs, " << default_osplit << " osplit";
-    BuildOptions o = cuda_options(true);
-    o.cuda.osplit_chains = false;
-    auto e8 = b.build(o);
-    EXPECT_TRUE(first == to_bytes(run(*e8, {in}).outputs[0])) << "osplit chains differ from one launch per conv";
-    for (const auto& l : e8->profile_layers())
-      EXPECT_EQ(l.algorithm.find("[forward: chain "), std::string::npos) << l.node << ": chained with chains off";
-    // and the chained engine again after another frame size (other slab counts, flags cleared by the last block)
-    const SparseInput small = random_input(3000, 5, grid, 1, 52);
-    auto e9 = b.build(o);
-    EXPECT_TRUE(to_bytes(run(*e1, {small}).outputs[0]) == to_bytes(run(*e9, {small}).outputs[0]))
-        << "osplit chains differ on a smaller frame";
-    EXPECT_TRUE(to_bytes(run(*e1, {in}).outputs[0]) == first) << "osplit chains differ after a smaller frame";
-  }
-  {
     // the tuner without the tile shapes it picked (CudaOptions::tune_skip): other tiles, the same bits
     std::vector<std::string> picked;
     for (const auto& l : e1->profile_layers()) {
@@ -622,14 +603,6 @@ TEST(CudaBackend, RealFrameCenterPoint) {
   const Metrics m16 = compare(to_floats(rg.outputs[0]), to_floats(r16.outputs[0]));
   std::printf("[real frame] CUDA fp16 vs CPU fp16: %s\n", describe(m16).c_str());
   EXPECT_LE(m16.rel_l2, 1e-3) << describe(m16);
-  // osplit chains off: bitwise the default (many slabs per team, the real frame's neighbour windows)
-  BuildOptions o = cuda_options();
-  o.cuda.osplit_chains = false;
-  auto unchained = b.build(o);
-  EXPECT_TRUE(to_bytes(run(*unchained, {in}).outputs[0]) == to_bytes(rg.outputs[0]))
-      << "osplit chains differ from one launch per conv on the real frame";
-  for (int r = 0; r < 3; ++r) gpu->forward();  // graph replays reuse the chains' cleared flags
-  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(rg.outputs[0])) << "a replayed forward differs";
 }
 
 }  // namespace

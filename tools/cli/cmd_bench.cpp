@@ -56,8 +56,6 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
-  c->add_flag("--no-osplit-chains", a.no_osplit_chains,
-              "CUDA: one launch per conv instead of a level's osplit convs in one kernel (CudaOptions::osplit_chains)");
   c->add_option("--split", a.split,
                 "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape, 1 = unsplit, "
                 "2 = split in two")
@@ -204,7 +202,6 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
-  opts.cuda.osplit_chains = !a.no_osplit_chains;
   opts.cuda.split = a.split;
   opts.cuda.tune_skip = a.tune_skip;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;

@@ -94,7 +94,6 @@ struct BenchArgs {
   std::string sweep, csv, sweep_csv;
   bool layers = false;
   bool no_cuda_graph = false;
-  bool no_osplit_chains = false;     ///< CudaOptions::osplit_chains off
   bool no_autotune = false;            ///< CudaOptions::autotune = false
   std::string tile;                    ///< CudaOptions::tile
   std::string tuning_cache;            ///< CudaOptions::tuning_cache

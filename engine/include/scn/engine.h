@@ -60,10 +60,6 @@ struct CudaOptions {
   /// ones (exact sums) with the same bits either way.
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
-  /// Run the consecutive fp16 3x3x3 submanifold convs of one kernel map that the osplit kernel runs (a
-  /// level's SparseBasicBlocks) as one persistent kernel, each slab of a conv started once the slabs of the
-  /// conv before it that it reads are done (docs/cuda_backend.md "osplit chains"). Same bits either way.
-  bool osplit_chains = true;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.

@@ -111,7 +111,6 @@ void CudaEngine::plan_arena() {
     if (val.sparse && (round_up16(val.channels) != val.channels || q8(v)))
       out_compact_[k].alloc(size_t(sites_[size_t(ana.value_sites[size_t(v)])].cap) * size_t(val.channels) * 2);
   }
-  plan_chains();
 }
 
 void CudaEngine::prepare_inputs() {

@@ -134,19 +134,6 @@ __device__ __forceinline__ void store8_residual_relu(__half* y, const __half* __
   *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(v);
 }
 
-/// store8_residual_relu with the residual read through L2 only (ld.global.cg): for a kernel that reads
-/// rows another block of its own grid wrote (osplit chains), where an SM's L1 could hold an older copy.
-__device__ __forceinline__ void store8_residual_relu_l2(__half* y, const __half* res, int64_t at, bool relu_after,
-                                                        __half (&v)[8]) {
-  if (res || relu_after) {
-    alignas(16) __half r[8];
-    if (res) *reinterpret_cast<uint4*>(r) = __ldcg(reinterpret_cast<const uint4*>(res + at));
-#pragma unroll
-    for (int q = 0; q < 8; ++q) v[q] = add_residual_relu(v[q], r[q], res != nullptr, relu_after);
-  }
-  *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(v);
-}
-
 __device__ __forceinline__ void record_error(ErrSlot* e, long long row, long long v0, long long v1) {
   atomicAdd(&e->hits, 1ull);
   atomicMin(&e->row, row);

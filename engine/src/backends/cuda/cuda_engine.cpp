@@ -403,7 +403,6 @@ size_t CudaEngine::workspace_bytes() const {
   }
   for (const auto& in : inputs_) b += in.raw_feat.bytes() + in.raw_idx.bytes();
   for (const auto& o : out_compact_) b += o.bytes();
-  for (const auto& ch : chains_) b += ch.sync.bytes();
   return b;
 }
 

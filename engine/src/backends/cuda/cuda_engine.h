@@ -8,7 +8,6 @@
 //   tile_buckets.cpp tile choices per size bucket of the frame; the weights the chosen tiles read
 //   weights.cpp      weight packing and upload
 //   errors.cpp       device error slots -> messages
-//   chains.cpp       runs of convs launched as one osplit chain
 // The plan it lowers (fusion, capacities, steps, INT8 storage) is shared with the CPU backend
 // (plan/engine_plan.h).
 #pragma once
@@ -92,15 +91,6 @@ struct ConvPlan {
 inline const char* conv_kernel_name(const ConvPlan& c) {
   return c.osplit >= 0 ? osplit_config(c.osplit).name : igemm_config(c.cfg).name;
 }
-
-/// Consecutive convs of steps_ run as one osplit chain (chains.cpp, igemm_osplit_chain.h).
-struct ChainPlan {
-  size_t first = 0, last = 0;  ///< steps_ indices of its first and last conv
-  int cfg = -1;                ///< osplit chain config
-  std::vector<int> convs;      ///< convs_ indices, in order
-  int64_t max_slabs = 0;       ///< slabs of the planned capacity
-  DevMem sync;                 ///< ChainArgs::sync, zeroed once; every launch leaves it zero
-};
 
 /// A converted copy of a value for one reader (INT8 engines): the value quantized onto the
 /// reader's int8 grid, or int8 storage dequantized to fp16.
@@ -212,11 +202,6 @@ class CudaEngine final : public Engine {
   void fit_to_first_frame();
   bool grow_on_overflow(const std::vector<ErrSlot>& e);
 
-  // chains.cpp: which convs run as osplit chains (after the arena is planned: buffer aliasing decides)
-  void plan_chains();
-  const ChainPlan* chain_at(size_t step) const;
-  void launch_chain(const ChainPlan& ch, cudaStream_t s, bool pdl);
-
   // schedule.cpp
   void plan_release_points();
   void create_streams();
@@ -283,7 +268,6 @@ class CudaEngine final : public Engine {
   std::vector<Step> steps_;  ///< the plan's steps with the Convert steps of INT8 engines
   std::vector<InputSlot> inputs_;
   std::vector<DevMem> out_compact_;
-  std::vector<ChainPlan> chains_;
 
   // the bound frame and its arena
   int batch_ = 1;

@@ -98,338 +98,10 @@ struct Cfg {
   static constexpr size_t kSmem = kZeroOff + 16;
 };
 
-/// The lane constants of a warp, pinned in registers (the unrolled offset loop adds immediates only). A
-/// row's swizzle depends on its index modulo 8 only (swz), and the copy instructions, 16-row MMA blocks
-/// and 16-row weight blocks start at multiples of 8 rows, so one base per lane and 16-column chunk kk
-/// covers them. B addresses are those of the weights at sW; a conv whose weights lie elsewhere adds the
-/// byte distance (slab_pass's w_off).
-template <class C, int MODE>
-struct Lanes {
-  static constexpr bool kRow16B = MODE == kI8 && C::CPR == 1;  // int8 rows of 16 channels (16 bytes)
-  // MMA k-blocks per row: fp16 m16n8k16 per 16 channels; int8 one m16n8k32 (32 channels, the 32-byte
-  // rows of the fp16 16-channel case, the same fragments) or one m16n8k16 (16 channels, 16-byte rows)
-  static constexpr int KB = MODE == kI8 ? 1 : C::CPR / 2;
-  int cl, rsub;
-  uint32_t dst0, zero_chunk;
-  uint32_t row_bit[2];  // the ballot bit of the row whose A address this lane gives ldmatrix (blocks 2i, 2i + 1)
-  uint32_t a_lane[KB], b_lane[KB];
-};
-
-template <class C, int MODE>
-__device__ __forceinline__ Lanes<C, MODE> make_lanes(const __half* sW, const __half* sS, const void* zero, int lane,
-                                                      int g) {
-  constexpr int CIN = C::CPR * 8, COUT = C::NT * 8;
-  using L = Lanes<C, MODE>;
-  static_assert((32 / C::CPR) % 8 == 0, "copy instructions start at multiples of 8 rows");
-  L l;
-  l.cl = lane % C::CPR;
-  l.rsub = lane / C::CPR;
-  l.dst0 = ptx::pinned(smem_addr(sS + l.rsub * CIN + swz<CIN>(l.rsub, l.cl)));
-  l.zero_chunk = ptx::pinned(smem_addr(zero));
-  l.row_bit[0] = 1u << (lane & 15);
-  l.row_bit[1] = 1u << (16 + (lane & 15));
-#pragma unroll
-  for (int kk = 0; kk < L::KB; ++kk) {
-    if constexpr (L::kRow16B) {  // ldmatrix x2 of A rows 0-15; x2 / x4 of weight rows 0-15 / 0-31, one chunk each
-      l.a_lane[kk] = ptx::pinned(smem_addr(sS + (lane & 15) * CIN));
-      l.b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + lane % COUT) * CIN));
-    } else {
-      const int ra = lane & 15, rb = (lane & 7) + (lane >> 4) * 8;
-      l.a_lane[kk] = ptx::pinned(smem_addr(sS + ra * CIN + swz<CIN>(ra, kk * 2 + (lane >> 4))));
-      l.b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + rb) * CIN + swz<CIN>(rb, kk * 2 + ((lane >> 3) & 1))));
-    }
-  }
-  return l;
-}
-
-/// A slab's map rows (WR x KK int32, contiguous in out_in) -> the warp's stage region sS, by coalesced
-/// 16-byte copies (rows from n on read as zeros, nothing read past them); the caller commits and waits.
-/// A lane loading its own row's entries from global memory instead touches another 128-byte line per
-/// lane and offset: KK line lookups per row in the L1, several times what the row's gathers take.
-template <class C, int WR, int KK>
-__device__ __forceinline__ void stage_map(const int32_t* out_in, int64_t n, int64_t slab, __half* sS, int lane) {
-  static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
-  const int64_t left = n - slab * WR;
-  const int valid = int(left < WR ? left : WR) * KK * 4;  // bytes of rows < n
-  const char* src = reinterpret_cast<const char*>(out_in + slab * WR * KK);
-  const uint32_t dst = smem_addr(sS);
-#pragma unroll
-  for (int c = lane; c < WR * KK / 4; c += 32) {
-    const int b = valid - 16 * c;
-    ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
-  }
-}
-
-/// One slab of one conv by one team (warp g of P): the slab's map rows are staged in the warp's stage
-/// region sS (stage_map, landed and visible to the warp). Reads this warp's map entries, calls
-/// after_map(mp) (mp[h][j]: input row of lane row lane + 32 h at offset g + j P, -1 for none; the
-/// caller's hook before any gather), gathers and multiplies the group's offsets, and stores the rows with
-/// the epilogue. w_off: bytes from the Lanes' weights to this conv's. RES_L2: residual rows read through
-/// L2 only (another block of the same grid may have written them).
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE, int KK, bool RES_L2 = false,
-          class AfterMap>
-__device__ __forceinline__ void slab_pass(const ConvArgs& a, const Lanes<Cfg<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>, MODE>& L,
-                                          uint32_t w_off, __half* sS, int64_t n, int64_t slab, int lane, int g,
-                                          int team, AfterMap&& after_map) {
-  using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>;
-  using AccT = std::conditional_t<MODE == kI8, int, float>;
-  using LT = Lanes<C, MODE>;
-  constexpr bool kRow16B = LT::kRow16B;
-  constexpr int KB = LT::KB;
-  const int64_t r0 = slab * WR;
-  const uint64_t x_chunk = reinterpret_cast<uint64_t>(static_cast<const __half*>(a.x) + L.cl * 8);
-
-  // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
-  // rows (word stride KK, odd: the 32 lanes hit 32 banks)
-  int mp[C::RH][C::KG];
-  {
-    const int32_t* sm = reinterpret_cast<const int32_t*>(sS);
-#pragma unroll
-    for (int h = 0; h < C::RH; ++h) {
-      const int64_t row = r0 + lane + 32 * h;
-#pragma unroll
-      for (int j = 0; j < C::KG; ++j)
-        mp[h][j] = (row < n && g + j * P < KK) ? sm[(lane + 32 * h) * KK + g + j * P] : -1;
-    }
-  }
-  __syncwarp();  // every lane has read the staged map before the gathers overwrite the stage region
-  after_map(mp);
-
-  // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
-  // (rows 32h + q * 32 / CPR + rsub, q = it % CPR); every address is a lane constant plus an immediate
-  auto issue = [&](int j, int s) {
-#pragma unroll
-    for (int it = 0; it < WR * C::CPR / 32; ++it) {
-      const int h = it / C::CPR, q = it % C::CPR;
-      // one chunk per row: this lane's own row (no shuffle)
-      const int src_row = C::CPR == 1 ? mp[h][j] : __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + L.rsub);
-      const uint64_t src = ptx::mad_wide_u32(uint32_t(src_row), CIN * 2, x_chunk);  // read only if src_row >= 0
-      ptx::cp_async16_if_row(L.dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
-                             reinterpret_cast<const void*>(src), src_row);
-    }
-  };
-
-  AccT acc[C::MT][C::NT][4];
-#pragma unroll
-  for (int i = 0; i < C::MT; ++i)
-#pragma unroll
-    for (int jn = 0; jn < C::NT; ++jn)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[i][jn][q] = AccT(0);
-
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < C::KG) issue(s, s);
-    ptx::cp_async_commit();
-  }
-#pragma unroll
-  for (int j = 0; j < C::KG; ++j) {
-    ptx::cp_async_wait_mem<STAGES - 2>();
-    __syncwarp();
-    if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
-    ptx::cp_async_commit();
-    const int k = g + j * P;
-    if (k >= KK) continue;
-    // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
-    uint32_t has[C::RH];
-    bool any = false;
-#pragma unroll
-    for (int h = 0; h < C::RH; ++h) {
-      has[h] = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
-      any |= has[h] != 0u;
-    }
-    if (!any) continue;
-    // 16-row block i has no row with a neighbour at offset k: it adds nothing
-    auto block_empty = [&](int i) { return ((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u; };
-    // this lane's A address in block i: its row's staged chunk, or the zero chunk for a row that was
-    // not copied (no neighbour)
-    auto a_addr = [&](int kk, int i) {
-      return (has[i / 2] & L.row_bit[i % 2]) ? L.a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN)
-                                             : L.zero_chunk;
-    };
-#pragma unroll
-    for (int kk = 0; kk < KB; ++kk) {
-      const uint32_t b_at = L.b_lane[kk] + w_off;
-      if constexpr (kRow16B) {  // int8, 16 channels: m16n8k16 s8, one A register pair, one B register
-        uint32_t bf[C::NT];
-        if constexpr (COUT == 16) {
-          uint32_t r[2];
-          ldmatrix_x2_at(r, b_at + 2 * (j * P * COUT * CIN));
-          bf[0] = r[0];
-          bf[1] = r[1];
-        } else {
-          uint32_t r[4];
-          ldmatrix_x4_at(r, b_at + 2 * (j * P * COUT * CIN));
-#pragma unroll
-          for (int jn = 0; jn < 4; ++jn) bf[jn] = r[jn];
-        }
-#pragma unroll
-        for (int i = 0; i < C::MT; ++i) {
-          if (block_empty(i)) continue;
-          uint32_t af[2];
-          ldmatrix_x2_at(af, a_addr(kk, i));
-#pragma unroll
-          for (int jn = 0; jn < C::NT; ++jn) mma_16816_s8(acc[i][jn], af, bf[jn]);
-        }
-      } else {
-        uint32_t bf[C::NT][2];
-#pragma unroll
-        for (int jn = 0; jn < C::NT / 2; ++jn) {
-          uint32_t r[4];
-          ldmatrix_x4_at(r, b_at + 2 * (j * P * COUT * CIN + jn * 16 * CIN));
-          bf[2 * jn][0] = r[0];
-          bf[2 * jn][1] = r[1];
-          bf[2 * jn + 1][0] = r[2];
-          bf[2 * jn + 1][1] = r[3];
-        }
-#pragma unroll
-        for (int i = 0; i < C::MT; ++i) {
-          if (block_empty(i)) continue;
-          uint32_t af[4];
-          ldmatrix_x4_at(af, a_addr(kk, i));
-#pragma unroll
-          for (int jn = 0; jn < C::NT; ++jn) {
-            if constexpr (MODE == kI8)
-              mma_16832_s8(acc[i][jn], af, bf[jn][0], bf[jn][1]);
-            else
-              mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
-          }
-        }
-      }
-    }
-  }
-  ptx::cp_async_wait_mem<0>();
-  __syncwarp();  // every lane is done with the stages: reuse them for the epilogue
-
-  const __half* __restrict__ res = static_cast<const __half*>(a.residual);
-  __half* y = static_cast<__half*>(a.y);
-  // writes one 8-column chunk: v = half(act(acc + bias)) values, then the residual add and the ReLU
-  auto store8 = [&](int64_t row, int c8, __half(&v)[8]) {
-    if constexpr (RES_L2)
-      store8_residual_relu_l2(y, res, row * a.cout_p + c8, a.relu_after, v);
-    else
-      store8_residual_relu(y, res, row * a.cout_p + c8, a.relu_after, v);
-  };
-
-  if constexpr (!C::kPartials) {
-    // fragments -> half(act(acc + bias)) in the warp's staging rows, then 16-byte rows out
-    __half* sC = sS;
-#pragma unroll
-    for (int i = 0; i < C::MT; ++i)
-#pragma unroll
-      for (int jn = 0; jn < C::NT; ++jn) {
-        const int col = jn * 8 + (lane & 3) * 2;
-        const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
-        const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rl = i * 16 + (lane >> 2) + h * 8;
-          const float v0 = col < a.cout ? apply_act(acc[i][jn][2 * h] + b0, a.act, a.alpha) : 0.f;
-          const float v1 = col + 1 < a.cout ? apply_act(acc[i][jn][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
-          *reinterpret_cast<__half2*>(sC + rl * C::LDC + col) = __floats2half2_rn(v0, v1);
-        }
-      }
-    __syncwarp();
-    for (int it = lane; it < WR * (COUT / 8); it += 32) {
-      const int rl = it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
-      const int64_t row = r0 + rl;
-      if (row >= n) continue;
-      alignas(16) __half v[8];
-      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * C::LDC + c8);
-      store8(row, c8, v);
-    }
-    __syncwarp();  // the staging rows are read before the next slab's gathers land there
-  } else {
-    // partial sums -> this warp's stages; the team meets; warp g reduces rows [g WR/P, (g+1) WR/P)
-    AccT* sR = reinterpret_cast<AccT*>(sS);
-#pragma unroll
-    for (int i = 0; i < C::MT; ++i)
-#pragma unroll
-      for (int jn = 0; jn < C::NT; ++jn)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rl = i * 16 + (lane >> 2) + h * 8;
-          const int cl = jn * 8 + (lane & 3) * 2;
-          if constexpr (MODE == kI8)
-            *reinterpret_cast<int2*>(sR + rl * C::LDR + cl) = make_int2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
-          else
-            *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
-        }
-    team_sync<P>(team);
-    constexpr int ROWS = WR / P;
-    // the team's stage regions are consecutive: warp 0 of the team first
-    const AccT* base = reinterpret_cast<const AccT*>(sS - size_t(g) * C::WARP_HALVES);
-    // the sum of the team's parts for 8 columns of local row rl, in the order p = 0, 1, .., P-1
-    auto reduce8 = [&](int rl, int c8, AccT(&v)[8]) {
-#pragma unroll
-      for (int q = 0; q < 8; ++q) v[q] = base[rl * C::LDR + c8 + q];
-#pragma unroll
-      for (int p = 1; p < P; ++p) {
-        const AccT* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as 32-bit words
-#pragma unroll
-        for (int q = 0; q < 8; ++q) v[q] += part[rl * C::LDR + c8 + q];
-      }
-    };
-    if constexpr (MODE == kF16) {
-      for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
-        const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
-        const int64_t row = r0 + rl;
-        if (row >= n) continue;
-        float v[8];
-        reduce8(rl, c8, v);
-        alignas(16) __half o[8];
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const int col = c8 + q;
-          o[q] = __float2half_rn(col < a.cout ? apply_act(v[q] + a.bias[col], a.act, a.alpha) : 0.f);
-        }
-        store8(row, c8, o);
-      }
-    } else {
-      // the tiles' quantization-aware epilogue: act(q_conv_value), then q_store8; the row padding up
-      // to y's (or y2's) stride is written as zeros
-      const QEpilogue& qe = *a.q;
-      const int per_row = q_pad_end(qe) / 8;
-      for (int it = lane; it < ROWS * per_row; it += 32) {
-        const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
-        const int64_t row = r0 + rl;
-        if (row >= n) continue;
-        float v[8];
-        if (c8 < a.cout) {  // then c8 + 7 < COUT (a.cout <= COUT): inside the partial sums' rows
-          AccT s8[8];
-          reduce8(rl, c8, s8);
-#pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            const int col = c8 + q;
-            const float m = MODE == kI8 ? qe.mult[col] : 0.f;  // fp16 operands have no multiplier
-            v[q] = apply_act(q_conv_value(s8[q], m, a.bias[col]), a.act, a.alpha);
-          }
-        } else {
-#pragma unroll
-          for (int q = 0; q < 8; ++q) v[q] = 0.f;
-        }
-        q_store8(a, qe, row, c8, v);
-      }
-    }
-    team_sync<P>(team);  // peers are done reading the partial sums
-  }
-}
-
-/// Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]) -> swizzled rows at sW, by the `threads`
-/// threads numbered t; the caller commits and waits.
-template <int CIN, int COUT, int KK>
-__device__ __forceinline__ void stage_weights(const ConvArgs& a, __half* sW, int t, int threads) {
-  constexpr int CPR = CIN / 8;
-  const __half* w = static_cast<const __half*>(a.w);
-  for (int i = t; i < KK * COUT * CPR; i += threads) {
-    const int c = i % CPR, co = (i / CPR) % COUT, k = i / (CPR * COUT);
-    cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
-  }
-}
-
 template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
 __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
   using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>;
+  using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -440,14 +112,50 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
   const int64_t nslabs = (n + WR - 1) / WR;
-  // The weights, waited for below. A block without a slab (the grid is sized from the planned capacity,
-  // the frame may be smaller) stages none.
+  // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below. A block
+  // without a slab (the grid is sized from the planned capacity, the frame may be smaller) stages none.
   if (int64_t(blockIdx.x) * C::TEAMS < nslabs) {
-    stage_weights<CIN, COUT, KK>(a, sW, tid, C::kThreads);
+    const __half* w = static_cast<const __half*>(a.w);
+    for (int i = tid; i < KK * COUT * C::CPR; i += C::kThreads) {
+      const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
+      cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
+    }
     ptx::cp_async_commit();
   }
+
+  const __half* __restrict__ x = static_cast<const __half*>(a.x);
+  const int32_t* __restrict__ out_in = a.out_in;
+  // The slab's map rows (WR x KK int32, contiguous in out_in) -> this warp's stage region, by coalesced
+  // 16-byte copies (rows from n on read as zeros, nothing read past them). A lane loading its own row's
+  // entries from global memory instead touches another 128-byte line per lane and offset: KK line
+  // lookups per row in the L1, several times what the row's gathers take.
+  static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
+  auto stage_map = [&](int64_t slab) {
+    const int64_t left = n - slab * WR;
+    const int valid = int(left < WR ? left : WR) * KK * 4;  // bytes of rows < n
+    const char* src = reinterpret_cast<const char*>(out_in + slab * WR * KK);
+    const uint32_t dst = smem_addr(sS);
+#pragma unroll
+    for (int c = lane; c < WR * KK / 4; c += 32) {
+      const int b = valid - 16 * c;
+      ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
+    }
+  };
+  // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
+  // rows (word stride KK, odd: the 32 lanes hit 32 banks)
+  int mp[C::RH][C::KG];
+  auto read_map = [&](int64_t slab) {
+    const int32_t* sm = reinterpret_cast<const int32_t*>(sS);
+#pragma unroll
+    for (int h = 0; h < C::RH; ++h) {
+      const int64_t row = slab * WR + lane + 32 * h;
+#pragma unroll
+      for (int j = 0; j < C::KG; ++j)
+        mp[h][j] = (row < n && g + j * P < KK) ? sm[(lane + 32 * h) * KK + g + j * P] : -1;
+    }
+  };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
-  if (slab0 < nslabs) stage_map<C, WR, KK>(a.out_in, n, slab0, sS, lane);  // in flight beside the weights
+  if (slab0 < nslabs) stage_map(slab0);  // in flight beside the weights
   ptx::cp_async_commit();
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
@@ -455,21 +163,261 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   // the row count and the map are not its outputs; activations are, so wait for it now.
   ptx::grid_dependency_wait();
 
-  const Lanes<C, MODE> L = make_lanes<C, MODE>(sW, sS, smem + C::kZeroOff, lane, g);
+  // Lane constants, pinned in registers (the unrolled offset loop adds immediates only). A row's swizzle
+  // depends on its index modulo 8 only (swz), and the copy instructions, 16-row MMA blocks and 16-row
+  // weight blocks start at multiples of 8 rows, so one base per lane and 16-column chunk k covers them.
+  static_assert((32 / C::CPR) % 8 == 0, "copy instructions start at multiples of 8 rows");
+  const int cl = lane % C::CPR, rsub = lane / C::CPR;
+  const uint64_t x_chunk = reinterpret_cast<uint64_t>(x + cl * 8);
+  const uint32_t dst0 = ptx::pinned(smem_addr(sS + rsub * CIN + swz<CIN>(rsub, cl)));
+  const uint32_t zero_chunk = ptx::pinned(smem_addr(smem + C::kZeroOff));
+  // the ballot bit of the row whose A address this lane gives ldmatrix, in 16-row blocks 2i and 2i + 1
+  const uint32_t row_bit[2] = {1u << (lane & 15), 1u << (16 + (lane & 15))};
+  // MMA k-blocks per row: fp16 m16n8k16 per 16 channels; int8 one m16n8k32 (32 channels, the 32-byte
+  // rows of the fp16 16-channel case, the same fragments) or one m16n8k16 (16 channels, 16-byte rows)
+  constexpr bool kRow16B = MODE == kI8 && CIN == 8;
+  constexpr int KB = MODE == kI8 ? 1 : CIN / 16;
+  uint32_t a_lane[KB], b_lane[KB];
+#pragma unroll
+  for (int kk = 0; kk < KB; ++kk) {
+    if constexpr (kRow16B) {  // ldmatrix x2 of A rows 0-15; x2 / x4 of weight rows 0-15 / 0-31, one chunk each
+      a_lane[kk] = ptx::pinned(smem_addr(sS + (lane & 15) * CIN));
+      b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + lane % COUT) * CIN));
+    } else {
+      const int ra = lane & 15, rb = (lane & 7) + (lane >> 4) * 8;
+      a_lane[kk] = ptx::pinned(smem_addr(sS + ra * CIN + swz<CIN>(ra, kk * 2 + (lane >> 4))));
+      b_lane[kk] = ptx::pinned(smem_addr(sW + (g * COUT + rb) * CIN + swz<CIN>(rb, kk * 2 + ((lane >> 3) & 1))));
+    }
+  }
+
   const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
   for (int64_t slab = slab0; slab < nslabs; slab += stride) {
+    const int64_t r0 = slab * WR;
     if (slab != slab0) {  // the stage region is free: the last slab's epilogue ended with its team's sync
-      stage_map<C, WR, KK>(a.out_in, n, slab, sS, lane);
+      stage_map(slab);
       ptx::cp_async_commit();
       ptx::cp_async_wait_mem<0>();
       __syncwarp();
     }
-    slab_pass<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>(a, L, 0u, sS, n, slab, lane, g, team, [&](auto&) {
-      // The block's last round (its first team has no further slab): let the next kernel launch, so
-      // its blocks stage their weights and maps on the SMs this grid's blocks leave, while the rest
-      // still run. Its own griddepcontrol.wait still waits for this grid to complete.
-      if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
-    });
+    read_map(slab);
+    __syncwarp();  // every lane has read the staged map before the gathers overwrite the stage region
+    // The block's last round (its first team has no further slab): let the next kernel launch, so
+    // its blocks stage their weights and maps on the SMs this grid's blocks leave, while the rest
+    // still run. Its own griddepcontrol.wait still waits for this grid to complete.
+    if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
+
+    // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
+    // (rows 32h + q * 32 / CPR + rsub, q = it % CPR); every address is a lane constant plus an immediate
+    auto issue = [&](int j, int s) {
+#pragma unroll
+      for (int it = 0; it < WR * C::CPR / 32; ++it) {
+        const int h = it / C::CPR, q = it % C::CPR;
+        // one chunk per row: this lane's own row (no shuffle)
+        const int src_row = C::CPR == 1 ? mp[h][j] : __shfl_sync(0xffffffffu, mp[h][j], q * (32 / C::CPR) + rsub);
+        const uint64_t src = ptx::mad_wide_u32(uint32_t(src_row), CIN * 2, x_chunk);  // read only if src_row >= 0
+        ptx::cp_async16_if_row(dst0 + 2 * (s * C::STAGE + (h * 32 + q * (32 / C::CPR)) * CIN),
+                               reinterpret_cast<const void*>(src), src_row);
+      }
+    };
+
+    AccT acc[C::MT][C::NT][4];
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+      for (int jn = 0; jn < C::NT; ++jn)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][jn][q] = AccT(0);
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < C::KG) issue(s, s);
+      ptx::cp_async_commit();
+    }
+#pragma unroll
+    for (int j = 0; j < C::KG; ++j) {
+      ptx::cp_async_wait_mem<STAGES - 2>();
+      __syncwarp();
+      if (j + STAGES - 1 < C::KG) issue(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+      ptx::cp_async_commit();
+      const int k = g + j * P;
+      if (k >= KK) continue;
+      // rows of the slab with a neighbour at offset k: 16-row blocks without one add nothing
+      uint32_t has[C::RH];
+      bool any = false;
+#pragma unroll
+      for (int h = 0; h < C::RH; ++h) {
+        has[h] = __ballot_sync(0xffffffffu, mp[h][j] >= 0);
+        any |= has[h] != 0u;
+      }
+      if (!any) continue;
+      // 16-row block i has no row with a neighbour at offset k: it adds nothing
+      auto block_empty = [&](int i) { return ((has[i / 2] >> ((i % 2) * 16)) & 0xffffu) == 0u; };
+      // this lane's A address in block i: its row's staged chunk, or the zero chunk for a row that was
+      // not copied (no neighbour)
+      auto a_addr = [&](int kk, int i) {
+        return (has[i / 2] & row_bit[i % 2]) ? a_lane[kk] + 2 * ((j % STAGES) * C::STAGE + i * 16 * CIN) : zero_chunk;
+      };
+#pragma unroll
+      for (int kk = 0; kk < KB; ++kk) {
+        if constexpr (kRow16B) {  // int8, 16 channels: m16n8k16 s8, one A register pair, one B register
+          uint32_t bf[C::NT];
+          if constexpr (COUT == 16) {
+            uint32_t r[2];
+            ldmatrix_x2_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN));
+            bf[0] = r[0];
+            bf[1] = r[1];
+          } else {
+            uint32_t r[4];
+            ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN));
+#pragma unroll
+            for (int jn = 0; jn < 4; ++jn) bf[jn] = r[jn];
+          }
+#pragma unroll
+          for (int i = 0; i < C::MT; ++i) {
+            if (block_empty(i)) continue;
+            uint32_t af[2];
+            ldmatrix_x2_at(af, a_addr(kk, i));
+#pragma unroll
+            for (int jn = 0; jn < C::NT; ++jn) mma_16816_s8(acc[i][jn], af, bf[jn]);
+          }
+        } else {
+          uint32_t bf[C::NT][2];
+#pragma unroll
+          for (int jn = 0; jn < C::NT / 2; ++jn) {
+            uint32_t r[4];
+            ldmatrix_x4_at(r, b_lane[kk] + 2 * (j * P * COUT * CIN + jn * 16 * CIN));
+            bf[2 * jn][0] = r[0];
+            bf[2 * jn][1] = r[1];
+            bf[2 * jn + 1][0] = r[2];
+            bf[2 * jn + 1][1] = r[3];
+          }
+#pragma unroll
+          for (int i = 0; i < C::MT; ++i) {
+            if (block_empty(i)) continue;
+            uint32_t af[4];
+            ldmatrix_x4_at(af, a_addr(kk, i));
+#pragma unroll
+            for (int jn = 0; jn < C::NT; ++jn) {
+              if constexpr (MODE == kI8)
+                mma_16832_s8(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+              else
+                mma_16816(acc[i][jn], af, bf[jn][0], bf[jn][1]);
+            }
+          }
+        }
+      }
+    }
+    ptx::cp_async_wait_mem<0>();
+    __syncwarp();  // every lane is done with the stages: reuse them for the epilogue
+
+    const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+    __half* y = static_cast<__half*>(a.y);
+    // writes one 8-column chunk: v = half(act(acc + bias)) values, then the residual add and the ReLU
+    auto store8 = [&](int64_t row, int c8, __half(&v)[8]) {
+      store8_residual_relu(y, res, row * a.cout_p + c8, a.relu_after, v);
+    };
+
+    if constexpr (!C::kPartials) {
+      // fragments -> half(act(acc + bias)) in the warp's staging rows, then 16-byte rows out
+      __half* sC = sS;
+#pragma unroll
+      for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+        for (int jn = 0; jn < C::NT; ++jn) {
+          const int col = jn * 8 + (lane & 3) * 2;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = i * 16 + (lane >> 2) + h * 8;
+            const float v0 = col < a.cout ? apply_act(acc[i][jn][2 * h] + b0, a.act, a.alpha) : 0.f;
+            const float v1 = col + 1 < a.cout ? apply_act(acc[i][jn][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+            *reinterpret_cast<__half2*>(sC + rl * C::LDC + col) = __floats2half2_rn(v0, v1);
+          }
+        }
+      __syncwarp();
+      for (int it = lane; it < WR * (COUT / 8); it += 32) {
+        const int rl = it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
+        const int64_t row = r0 + rl;
+        if (row >= n) continue;
+        alignas(16) __half v[8];
+        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sC + rl * C::LDC + c8);
+        store8(row, c8, v);
+      }
+      __syncwarp();  // the staging rows are read before the next slab's gathers land there
+    } else {
+      // partial sums -> this warp's stages; the team meets; warp g reduces rows [g WR/P, (g+1) WR/P)
+      AccT* sR = reinterpret_cast<AccT*>(sS);
+#pragma unroll
+      for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+        for (int jn = 0; jn < C::NT; ++jn)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rl = i * 16 + (lane >> 2) + h * 8;
+            const int cl = jn * 8 + (lane & 3) * 2;
+            if constexpr (MODE == kI8)
+              *reinterpret_cast<int2*>(sR + rl * C::LDR + cl) = make_int2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
+            else
+              *reinterpret_cast<float2*>(sR + rl * C::LDR + cl) = make_float2(acc[i][jn][2 * h], acc[i][jn][2 * h + 1]);
+          }
+      team_sync<P>(team);
+      constexpr int ROWS = WR / P;
+      const AccT* base = reinterpret_cast<const AccT*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
+      // the sum of the team's parts for 8 columns of local row rl, in the order p = 0, 1, .., P-1
+      auto reduce8 = [&](int rl, int c8, AccT(&v)[8]) {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[q] = base[rl * C::LDR + c8 + q];
+#pragma unroll
+        for (int p = 1; p < P; ++p) {
+          const AccT* part = base + size_t(p) * C::WARP_HALVES / 2;  // warp p's stages, as 32-bit words
+#pragma unroll
+          for (int q = 0; q < 8; ++q) v[q] += part[rl * C::LDR + c8 + q];
+        }
+      };
+      if constexpr (MODE == kF16) {
+        for (int it = lane; it < ROWS * (COUT / 8); it += 32) {
+          const int rl = g * ROWS + it / (COUT / 8), c8 = (it % (COUT / 8)) * 8;
+          const int64_t row = r0 + rl;
+          if (row >= n) continue;
+          float v[8];
+          reduce8(rl, c8, v);
+          alignas(16) __half o[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int col = c8 + q;
+            o[q] = __float2half_rn(col < a.cout ? apply_act(v[q] + a.bias[col], a.act, a.alpha) : 0.f);
+          }
+          store8(row, c8, o);
+        }
+      } else {
+        // the tiles' quantization-aware epilogue: act(q_conv_value), then q_store8; the row padding up
+        // to y's (or y2's) stride is written as zeros
+        const QEpilogue& qe = *a.q;
+        const int per_row = q_pad_end(qe) / 8;
+        for (int it = lane; it < ROWS * per_row; it += 32) {
+          const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
+          const int64_t row = r0 + rl;
+          if (row >= n) continue;
+          float v[8];
+          if (c8 < a.cout) {  // then c8 + 7 < COUT (a.cout <= COUT): inside the partial sums' rows
+            AccT s8[8];
+            reduce8(rl, c8, s8);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int col = c8 + q;
+              const float m = MODE == kI8 ? qe.mult[col] : 0.f;  // fp16 operands have no multiplier
+              v[q] = apply_act(q_conv_value(s8[q], m, a.bias[col]), a.act, a.alpha);
+            }
+          } else {
+#pragma unroll
+            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+          }
+          q_store8(a, qe, row, c8, v);
+        }
+      }
+      team_sync<P>(team);  // peers are done reading the partial sums
+    }
   }
 }
 

@@ -5,7 +5,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_engine.h"
-#include "backends/cuda/igemm_osplit_chain.h"
 #include "backends/cuda/tile_choice.h"
 #include "plan/int8_arith.h"
 
@@ -447,13 +446,6 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
                                    c.tuned ? "tuned" : "heuristic", ")");
       if (c.residual >= 0) t.algorithm += "+add";
       if (c.relu_after || c.fused_relu) t.algorithm += "+relu";
-      // profiling runs step by step; a forward runs this conv inside an osplit chain
-      const int ci = fusion().conv_of_node[size_t(st.node)];
-      for (const ChainPlan& ch : chains_)
-        for (size_t j = 0; j < ch.convs.size(); ++j)
-          if (ch.convs[j] == ci)
-            t.algorithm += detail::concat(" [forward: ", osplit_chain_config(ch.cfg).name, ", conv ", j + 1, " of ",
-                                          ch.convs.size(), "]");
       break;
     }
     case StepKind::Add:

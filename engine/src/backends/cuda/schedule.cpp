@@ -92,15 +92,9 @@ void CudaEngine::capture(cudaStream_t s) {
 
 void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   const GraphAnalysis& ana = an();
-  if (ev || lookahead_ == 0) {  // profiling (step by step, no chains), or no map stream: every step in order on `s`
+  if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
     for (size_t i = 0; i < steps_.size(); ++i) {
       if (ev) SCN_CUDA_CHECK(cudaEventRecord((*ev)[i], s));
-      const ChainPlan* ch = ev ? nullptr : chain_at(i);
-      if (ch) {
-        launch_chain(*ch, s, false);
-        i = ch->last;
-        continue;
-      }
       run_step(steps_[i], s);
     }
     if (ev) SCN_CUDA_CHECK(cudaEventRecord(ev->back(), s));
@@ -155,16 +149,7 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
     if (inputs_done) release_up_to(st.node);
     if (st.kind == StepKind::Conv && st.slot != inline_map && ana.maps[size_t(st.slot)].first_node == st.node)
       SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
-    if (const ChainPlan* ch = chain_at(i)) {
-      // the chain's convs in one launch; the release points of its later steps (none, unless a map is
-      // released right at them) after it: a map build released later than planned is only later
-      launch_chain(*ch, s, pdl && !map_just_built);
-      for (size_t k = i + 1; k <= ch->last; ++k)
-        if (steps_[k].kind != StepKind::Map) release_up_to(steps_[k].node);
-      i = ch->last;
-    } else {
-      run_step(st, s, pdl && !map_just_built);
-    }
+    run_step(st, s, pdl && !map_just_built);
     map_just_built = false;
   }
   if (!inputs_done) release_up_to(0);
