@@ -105,8 +105,10 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
   if (threadIdx.x == 0) s.rank_block[blockIdx.x] = total;
 }
 
-// One block of 1024 threads turns the block sums into an exclusive prefix (in place).
-constexpr int kRankBlocksThreads = 1024;
+// One block turns the block sums into an exclusive prefix (in place). 256 threads (30 registers): the
+// map stream's block fits on an SM beside the running conv's blocks; a 1024-thread block (54 registers)
+// waited 6-8 us for a conv boundary (docs/benchmarks.md, session 18).
+constexpr int kRankBlocksThreads = 256;
 __global__ void __launch_bounds__(kRankBlocksThreads)
     rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err) {
   using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
@@ -216,11 +218,13 @@ void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st
 }
 
 void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st) {
-  // words per warp: about 64 warps per SM, at most 32 words each
+  // words per warp: about 64 warps per SM, at most 32 words each; blocks of 128 threads (54 registers each)
+  // fit beside a level's conv blocks, so the map stream's site emission runs during the convs, not only in
+  // their tails
   const int64_t per = s.words / (int64_t(sm) * 64);
   const int group = per < 1 ? 1 : per > 32 ? 32 : int(per);
   const int64_t warps = (s.words + group - 1) / group;
-  emit_coords_kernel<<<grid_for(warps * 32, 256, sm, 8), 256, 0, st>>>(s, group);
+  emit_coords_kernel<<<grid_for(warps * 32, 128, sm, 16), 128, 0, st>>>(s, group);
   SCN_CUDA_LAUNCHED();
 }
 
