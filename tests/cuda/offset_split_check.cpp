@@ -666,7 +666,34 @@ int main(int argc, char** argv) {
     p01.x = p0.x;
     p01.d_x = x0.p;
 
-    for (const Problem* p : {&p0, &p1, &p01}) {
+    // ---- the strided conv: level 1 -> level 2 (32 -> 64)
+    const int64_t cap2 = n1;
+    Sites s2(11, 360, 360, cap2, false);
+    Buf err2(sizeof(ErrSlot) * kNumErrKinds);
+    err2.up(einit);
+    launch_strided_mark(s1.s, s2.s, down, sm, st);
+    launch_rank(s2.s, true, err2.as<ErrSlot>(), sm, st);
+    launch_emit_coords(s2.s, sm, st);
+    Buf map12(size_t(cap2) * kK * 4);
+    launch_strided_map(s1.s, s2.s, down, map12.as<int32_t>(), MapKernel::Rows, sm, st);
+    CK(cudaStreamSynchronize(st));
+    const std::vector<ErrSlot> e2 = err2.down<ErrSlot>(kNumErrKinds);
+    for (int k = 0; k < kNumErrKinds; ++k) SCN_CHECK(e2[size_t(k)].hits == 0, "level-2 sites reported error kind ", k);
+    const int n2 = s2.count.down<int>(1)[0];
+    SCN_CHECK(n2 > 0 && n2 <= cap2, "level-2 site count ", n2, " outside (0, ", cap2, "]");
+    Problem p12;
+    p12.level = "strided 32-64";
+    p12.n = n2;
+    p12.cap = cap2;
+    p12.cin = 32;
+    p12.cout = 64;
+    p12.d_map = map12.as<int32_t>();
+    p12.d_count = s2.count.as<int>();
+    p12.map = map12.down<int32_t>(size_t(n2) * kK);
+    p12.x = p1.x;
+    p12.d_x = x1.p;
+
+    for (const Problem* p : {&p0, &p1, &p01, &p12}) {
       int64_t pairs = 0;
       for (int32_t v : p->map) pairs += v >= 0;
       std::printf("%s: %lld sites, %lld pairs (%.1f per row)\n", p->level, (long long)p->n, (long long)pairs,
@@ -677,6 +704,7 @@ int main(int argc, char** argv) {
     run_problem(p0, runs, quick, sm, prop.major, st, rng, table);
     run_problem(p1, runs, quick, sm, prop.major, st, rng, table);
     run_problem(p01, runs, quick, sm, prop.major, st, rng, table);
+    run_problem(p12, runs, quick, sm, prop.major, st, rng, table);
     run_problem_int8(p0, runs, quick, sm, prop.major, st, rng, table);
     run_problem_int8(p1, runs, quick, sm, prop.major, st, rng, table);
     run_problem_int8(p01, runs, quick, sm, prop.major, st, rng, table);
@@ -687,7 +715,8 @@ int main(int argc, char** argv) {
       std::printf("%-12s %-15s %-26s %2s %10.2f %10.2f %6d\n", r.level.c_str(), r.epi.c_str(), r.kernel.c_str(),
                   r.groups ? std::to_string(r.groups).c_str() : "-", r.median_us, r.min_us, r.bps);
     for (const char* lv :
-         {"level0 16ch", "level1 32ch", "strided 16-32", "level0 16ch i8", "level1 32ch i8", "strided 16-32 i8"}) {
+         {"level0 16ch", "level1 32ch", "strided 16-32", "strided 32-64", "level0 16ch i8", "level1 32ch i8",
+          "strided 16-32 i8"}) {
       double best_ig = 1e30, best_os = 1e30;
       std::string nig, nos;
       for (const Row& r : table) {

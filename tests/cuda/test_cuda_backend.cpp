@@ -426,6 +426,17 @@ TEST(CudaBackend, Deterministic) {
       EXPECT_GE(osplit_layers, 4) << "CenterPoint's 16- and 32-channel subm convs run osplit";
   }
   {
+    // the strided 32 -> 64 conv also has one-group osplit configs, which sum in the tiles' order: with every
+    // tile skipped the tuner runs one of them there (sm_90), and the output keeps the tiles' bits
+    BuildOptions o = cuda_options(true);
+    o.cuda.tune_skip = cuda_tile_configs(Precision::Fp16);
+    auto e10 = b.build(o);
+    EXPECT_TRUE(first == to_bytes(run(*e10, {in}).outputs[0])) << "the 32 -> 64 osplit configs differ from the tiles";
+    int c3264 = 0;
+    for (const auto& l : e10->profile_layers()) c3264 += l.algorithm.rfind("osplit c32x64", 0) == 0;
+    EXPECT_EQ(c3264 > 0, default_osplit > 0) << "the 32 -> 64 conv runs a one-group osplit config where osplit runs";
+  }
+  {
     // the tuner without the tile shapes it picked (CudaOptions::tune_skip): other tiles, the same bits
     std::vector<std::string> picked;
     for (const auto& l : e1->profile_layers()) {

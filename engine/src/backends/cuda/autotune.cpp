@@ -17,13 +17,16 @@
 
 namespace scn::cuda {
 
-/// What the tuner times for a conv: the osplit configs of its offset-group class, and the tiles of its
-/// split class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
+/// What the tuner times for a conv: the osplit configs of its offset-group class (or, for an unsplit conv of
+/// the tiles' class, the one-group osplit configs of its shape: the tiles' order), and the tiles of its split
+/// class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
   if (c.osplit_class > 0)
     for (int id : osplit_candidates(shape, c.osplit_class)) v.push_back(ConvKernel{-1, id});
+  else if (c.split == 1)  // one offset group: the tiles' order, so the same bits as the tiles below
+    for (int id : osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups)) v.push_back(ConvKernel{-1, id});
   if (c.may_run_tiles())
     for (int id : tune_candidates(shape, cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});

@@ -51,6 +51,13 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 32, 32, 2, 6, 8>("osplit c16x32r32p2s6w8"));
     all.push_back(make<16, 32, 32, 2, 5, 16>("osplit c16x32r32p2s5w16"));
     all.push_back(make<16, 32, 32, 4, 6, 16>("osplit c16x32r32p4s6w16"));
+    // 32 -> 64 (the strided conv into level 2): 108 KiB of weights, 2 KiB per stage and warp; one group (the
+    // tiles' summation order), so the tuner times these beside the tiles of that conv (tile_choice.h
+    // osplit_tile_order_candidates); two groups measured slower (docs/benchmarks.md, session 18)
+    all.push_back(make<32, 64, 32, 1, 3, 8>("osplit c32x64r32p1s3w8"));
+    all.push_back(make<32, 64, 32, 1, 3, 12>("osplit c32x64r32p1s3w12"));
+    all.push_back(make<32, 64, 32, 1, 4, 8>("osplit c32x64r32p1s4w8"));
+    all.push_back(make<32, 64, 32, 1, 4, 12>("osplit c32x64r32p1s4w12"));
     // INT8 engines, fp16 operands with the quantization-aware epilogue (summed like the fp16 configs of
     // the same P)
     all.push_back(make<16, 16, 32, 1, 6, 8, kF16Q>("osplit qc16x16r32p1s6w8"));

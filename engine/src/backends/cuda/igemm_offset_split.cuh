@@ -70,7 +70,7 @@ struct Cfg {
   static_assert(MODE == kF16 || MODE == kF16Q || MODE == kI8, "a kernel mode of implicit_gemm.cuh");
   static_assert(MODE == kI8 ? (CIN == 8 || CIN == 16) : (CIN == 16 || CIN == 32),
                 "16 or 32 input channels (int8: 8 or 16 units)");
-  static_assert(COUT == 16 || COUT == 32, "16 or 32 output channels");
+  static_assert(COUT == 16 || COUT == 32 || (COUT == 64 && MODE == kF16), "16 or 32 output channels (fp16: or 64)");
   static_assert(WR == 32 || WR == 64, "slabs of 32 or 64 rows");
   static_assert(WARPS % P == 0 && (P == 1 || WARPS / P <= 15), "whole teams, at most 15 named barriers");
   static_assert(WR % P == 0, "each warp of a team reduces whole rows");

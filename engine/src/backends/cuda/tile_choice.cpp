@@ -164,7 +164,8 @@ std::vector<std::string> compiled_tile_names() {
 
 int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
   // the shapes measured faster than the best tile (docs/benchmarks.md): the 16/32-channel levels and
-  // the strided 16 -> 32 conv into level 1 (32 -> 64 was measured too: no faster than the tiles); in
+  // the strided 16 -> 32 conv into level 1 (32 -> 64 runs the tiles' class, its osplit configs summing in
+  // the tiles' order: osplit_tile_order_candidates); in
   // fp16 and, for the INT8 engines, with the quantizing epilogue (mode 1) or int8 operands (mode 2;
   // cin_p counts pairs of channels)
   const int cin = c.mode == 2 ? 2 * c.cin_p : c.cin_p;
@@ -172,6 +173,17 @@ int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
   if (option == 1 || c.K != 27 || !shape) return 0;
   if (option == 0 && cc_major != 9) return 0;
   return osplit_candidates(c, 2).empty() ? 0 : 2;
+}
+
+std::vector<int> osplit_tile_order_candidates(const ConvShape& c, int cc_major, int option) {
+  std::vector<int> v;
+  if (option != 0 || cc_major != 9 || c.mode != 0 || c.K != 27 || osplit_groups_for(c, cc_major, option) > 0) return v;
+  for (int id = 0; id < osplit_num_configs(); ++id) {
+    const OsplitConfig& k = osplit_config(id);
+    if (k.mode == 0 && k.groups == 1 && k.cin == c.cin_p && k.cout == c.cout_p && osplit_fits_device(id))
+      v.push_back(id);
+  }
+  return v;
 }
 
 std::vector<int> osplit_candidates(const ConvShape& c, int groups) {

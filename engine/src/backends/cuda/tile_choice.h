@@ -52,6 +52,11 @@ std::vector<std::string> compiled_tile_names();
 /// int8 tiles' bits).
 int osplit_groups_for(const ConvShape& c, int cc_major, int option);
 
+/// osplit configs with one offset group (the tiles' summation order: bitwise the tiles' results) that the
+/// tuner times beside the tiles of an unsplit fp16 conv outside the osplit classes (the strided 32 -> 64
+/// conv into level 2) on sm_90 with CudaOptions::offset_groups 0; empty elsewhere.
+std::vector<int> osplit_tile_order_candidates(const ConvShape& c, int cc_major, int option);
+
 /// The osplit configs with `groups` offset groups (int8: any count) that fit the conv: the heuristic's
 /// pick first, then the rest (what the autotuner times). Empty when none fits.
 std::vector<int> osplit_candidates(const ConvShape& c, int groups);
