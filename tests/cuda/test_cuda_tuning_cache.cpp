@@ -81,6 +81,24 @@ TEST(CudaTuningCache, SavedDecisionsRebuildBitwiseAndAKeyMismatchRetunes) {
   EXPECT_TRUE(third.bits == first.bits) << "re-tuning changed the outputs (tiles of one split class sum alike)";
   EXPECT_EQ(read_text(path).find("another "), std::string::npos) << "the re-tuned decisions were not saved";
 
+  // A kernel the tuner could not have chosen for a conv (here an osplit config of another shape for the
+  // strided 32 -> 64 conv) is an error naming the file and the kernel, never run.
+  {
+    std::string wrong = read_text(path);
+    const size_t at = wrong.find("\tconv10\t");
+    ASSERT_NE(at, std::string::npos) << wrong;
+    const size_t from = at + 8, to = wrong.find('\n', from);
+    wrong.replace(from, to - from, "osplit c16x16r32p1s6w8");
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << wrong;
+    try {
+      build_and_run(b, o, in);
+      ADD_FAILURE() << "a tuning cache with another shape's osplit config for conv10 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("osplit c16x16r32p1s6w8"), std::string::npos) << e.what();
+    }
+  }
+
   // A truncated file is an error naming it, never a silent re-tune.
   std::ofstream(path, std::ios::binary | std::ios::trunc) << saved.substr(0, saved.size() / 2);
   try {

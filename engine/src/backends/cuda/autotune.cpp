@@ -155,8 +155,9 @@ TuningCache CudaEngine::tuning_key() const {
   return k;
 }
 
-/// The tiles of one size bucket of a matching cache; every conv must be listed with a compiled tile
-/// that fits it and keeps its split class, else the file is not what its key claims: an error naming it.
+/// The tiles of one size bucket of a matching cache; every conv must be listed with a compiled kernel the
+/// tuner could have chosen for it (a tile of its split class, an osplit config of its offset-group class, or a
+/// one-group osplit config of its shape), else the file is not what its key claims: an error naming it.
 void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& file) {
   SCN_CHECK(bucket.tiles.size() == convs_.size(), file, ": the tuning cache lists ", bucket.tiles.size(),
             " convolutions for size bucket '", bucket.label, "', the model has ", convs_.size());
@@ -171,6 +172,14 @@ void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& fil
       const std::vector<int> fit = osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.osplit_class);
       SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
                 "' for node '", node, "' is not a compiled osplit config of its class here");
+      kernels.push_back(ConvKernel{-1, os});
+      continue;
+    }
+    if (os >= 0 && c.osplit_class == 0 && c.split == 1) {  // a one-group osplit config: the tiles' order
+      const std::vector<int> fit =
+          osplit_tile_order_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, cc_major_, opt().offset_groups);
+      SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
+                "' for node '", node, "' is not a compiled one-group osplit config of its shape here");
       kernels.push_back(ConvKernel{-1, os});
       continue;
     }
