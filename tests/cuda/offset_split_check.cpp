@@ -630,41 +630,30 @@ int main(int argc, char** argv) {
     const std::vector<uint16_t> f1 = random_halves(size_t(n1) * 32, 1.f, rng);
     x1.up(f1);
 
-    Problem p0;
-    p0.level = "level0 16ch";
-    p0.n = n0;
-    p0.cap = n0;
-    p0.cin = p0.cout = 16;
-    p0.d_map = map0.as<int32_t>();
-    p0.d_count = s0.count.as<int>();
-    p0.map = map0.down<int32_t>(size_t(n0) * kK);
-    p0.x = x0.down<uint16_t>(size_t(n0) * 16);
-    p0.d_x = x0.p;
-    Problem p1;
-    p1.level = "level1 32ch";
-    p1.n = n1;
-    p1.cap = cap1;
-    p1.cin = p1.cout = 32;
-    p1.d_map = map1.as<int32_t>();
-    p1.d_count = s1.count.as<int>();
-    p1.map = map1.down<int32_t>(size_t(n1) * kK);
-    p1.x = f1;
-    p1.d_x = x1.p;
+    // a conv on the frame: its map (and a host copy for the reference) over the output sites `out`, whose
+    // first n of cap rows are the frame's, and its input rows (host copy x, device d_x)
+    auto problem = [&](const char* level, int64_t n, int64_t cap, int cin, int cout, const Buf& map, const Sites& out,
+                       const std::vector<uint16_t>& x, const Buf& d_x) {
+      Problem p;
+      p.level = level;
+      p.n = n;
+      p.cap = cap;
+      p.cin = cin;
+      p.cout = cout;
+      p.d_map = map.as<int32_t>();
+      p.d_count = out.count.as<int>();
+      p.map = map.down<int32_t>(size_t(n) * kK);
+      p.x = x;
+      p.d_x = d_x.p;
+      return p;
+    };
+    const Problem p0 = problem("level0 16ch", n0, n0, 16, 16, map0, s0, x0.down<uint16_t>(size_t(n0) * 16), x0);
+    const Problem p1 = problem("level1 32ch", n1, cap1, 32, 32, map1, s1, f1, x1);
     // ---- the strided conv: level 0 -> level 1 (16 -> 32)
     Buf map01(size_t(cap1) * kK * 4);
     launch_strided_map(s0.s, s1.s, down, map01.as<int32_t>(), MapKernel::Rows, sm, st);
     CK(cudaStreamSynchronize(st));
-    Problem p01;
-    p01.level = "strided 16-32";
-    p01.n = n1;
-    p01.cap = cap1;
-    p01.cin = 16;
-    p01.cout = 32;
-    p01.d_map = map01.as<int32_t>();
-    p01.d_count = s1.count.as<int>();
-    p01.map = map01.down<int32_t>(size_t(n1) * kK);
-    p01.x = p0.x;
-    p01.d_x = x0.p;
+    const Problem p01 = problem("strided 16-32", n1, cap1, 16, 32, map01, s1, p0.x, x0);
 
     // ---- the strided conv: level 1 -> level 2 (32 -> 64)
     const int64_t cap2 = n1;
@@ -681,17 +670,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kNumErrKinds; ++k) SCN_CHECK(e2[size_t(k)].hits == 0, "level-2 sites reported error kind ", k);
     const int n2 = s2.count.down<int>(1)[0];
     SCN_CHECK(n2 > 0 && n2 <= cap2, "level-2 site count ", n2, " outside (0, ", cap2, "]");
-    Problem p12;
-    p12.level = "strided 32-64";
-    p12.n = n2;
-    p12.cap = cap2;
-    p12.cin = 32;
-    p12.cout = 64;
-    p12.d_map = map12.as<int32_t>();
-    p12.d_count = s2.count.as<int>();
-    p12.map = map12.down<int32_t>(size_t(n2) * kK);
-    p12.x = p1.x;
-    p12.d_x = x1.p;
+    const Problem p12 = problem("strided 32-64", n2, cap2, 32, 64, map12, s2, p1.x, x1);
 
     for (const Problem* p : {&p0, &p1, &p01, &p12}) {
       int64_t pairs = 0;
