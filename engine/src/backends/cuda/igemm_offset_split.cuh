@@ -1,5 +1,6 @@
-// Warp-independent implicit GEMM for 16/32-channel submanifold convs (docs/cuda_backend.md, "Where the
-// time goes (issue 19)"). The tiles of implicit_gemm.cuh walk a tile's offsets in block-wide pipeline
+// Warp-independent implicit GEMM for convs of 16/32 input channels (16/32 output channels; fp16 also 64:
+// the strided 32 -> 64 conv) on any kernel map of 27 offsets (docs/cuda_backend.md, "Where the time goes
+// (issue 19)"). The tiles of implicit_gemm.cuh walk a tile's offsets in block-wide pipeline
 // steps: every step waits at a __syncthreads for the slowest warp and reloads a weight slice. Here:
 //
 //   block:  all K x COUT x CIN weights -> shared memory once (persistent grid), one barrier in all
