@@ -693,9 +693,8 @@ int main(int argc, char** argv) {
     for (const Row& r : table)
       std::printf("%-12s %-15s %-26s %2s %10.2f %10.2f %6d\n", r.level.c_str(), r.epi.c_str(), r.kernel.c_str(),
                   r.groups ? std::to_string(r.groups).c_str() : "-", r.median_us, r.min_us, r.bps);
-    for (const char* lv :
-         {"level0 16ch", "level1 32ch", "strided 16-32", "strided 32-64", "level0 16ch i8", "level1 32ch i8",
-          "strided 16-32 i8"}) {
+    for (const char* lv : {"level0 16ch", "level1 32ch", "strided 16-32", "strided 32-64", "level0 16ch i8",
+                           "level1 32ch i8", "strided 16-32 i8"}) {
       double best_ig = 1e30, best_os = 1e30;
       std::string nig, nos;
       for (const Row& r : table) {

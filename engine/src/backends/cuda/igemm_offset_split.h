@@ -1,7 +1,7 @@
 // Host view of the warp-independent implicit GEMM ("osplit", igemm_offset_split.cuh): a sparse conv
 // kernel for 16/32-input-channel layers (16/32 output channels, fp16 also 64) whose warps run their own
-// gather pipelines with no block-wide
-// barrier per step, the weights staged once per block. Same ConvArgs as launch_igemm.
+// gather pipelines with no block-wide barrier per step, the weights staged once per block. Same ConvArgs
+// as launch_igemm.
 #pragma once
 
 #include <cuda_runtime_api.h>
