@@ -17,16 +17,21 @@
 
 namespace scn::cuda {
 
-/// What the tuner times for a conv: the osplit configs of its offset-group class (or, for an unsplit conv of
-/// the tiles' class, the one-group osplit configs of its shape: the tiles' order), and the tiles of its split
-/// class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
+/// The osplit configs a conv may run: those of its offset-group class, or, for an unsplit conv of the tiles'
+/// class, the one-group configs of its shape (the tiles' order, so the tiles' bits).
+std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
+  const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
+  if (c.osplit_class > 0) return osplit_candidates(shape, c.osplit_class);
+  if (c.split == 1) return osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups);
+  return {};
+}
+
+/// What the tuner times for a conv: the osplit configs it may run (osplit_configs_for), and the tiles of its
+/// split class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
-  if (c.osplit_class > 0)
-    for (int id : osplit_candidates(shape, c.osplit_class)) v.push_back(ConvKernel{-1, id});
-  else if (c.split == 1)  // one offset group: the tiles' order, so the same bits as the tiles below
-    for (int id : osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups)) v.push_back(ConvKernel{-1, id});
+  for (int id : osplit_configs_for(c)) v.push_back(ConvKernel{-1, id});
   if (c.may_run_tiles())
     for (int id : tune_candidates(shape, cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});
@@ -168,18 +173,10 @@ void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& fil
     SCN_CHECK(node == g().nodes[size_t(c.node)].name, file, ": tuning cache entry ", i + 1, " of size bucket '",
               bucket.label, "' is for node '", node, "', expected '", g().nodes[size_t(c.node)].name, "'");
     const int os = osplit_find_config(tile.c_str());
-    if (c.osplit_class > 0 && (os >= 0 || !c.may_run_tiles())) {  // a config of the class the options fix
-      const std::vector<int> fit = osplit_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.osplit_class);
+    if (os >= 0 || !c.may_run_tiles()) {  // an osplit config: one the conv may run (its class, or its shape's)
+      const std::vector<int> fit = osplit_configs_for(c);
       SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
-                "' for node '", node, "' is not a compiled osplit config of its class here");
-      kernels.push_back(ConvKernel{-1, os});
-      continue;
-    }
-    if (os >= 0 && c.osplit_class == 0 && c.split == 1) {  // a one-group osplit config: the tiles' order
-      const std::vector<int> fit =
-          osplit_tile_order_candidates(ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, cc_major_, opt().offset_groups);
-      SCN_CHECK(std::find(fit.begin(), fit.end(), os) != fit.end(), file, ": tuning cache kernel '", tile,
-                "' for node '", node, "' is not a compiled one-group osplit config of its shape here");
+                "' for node '", node, "' is not a compiled osplit config of its class or shape here");
       kernels.push_back(ConvKernel{-1, os});
       continue;
     }

@@ -213,6 +213,7 @@ class CudaEngine final : public Engine {
 
   // autotune.cpp
   void autotune();
+  std::vector<int> osplit_configs_for(const ConvPlan& c) const;
   std::vector<ConvKernel> conv_candidates(const ConvPlan& c) const;
   void tune_or_load();
   TuningCache tuning_key() const;
