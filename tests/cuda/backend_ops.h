@@ -199,7 +199,6 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
                SplitClass::Default});
   v.push_back(
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
-  v.push_back({"first_map_kernel", [](CudaOptions& o) { o.first_map_in_conv = false; }, SplitClass::Default});
   v.push_back({"split1",
                [](CudaOptions& o) {
                  o.split = 1;

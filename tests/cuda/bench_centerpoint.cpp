@@ -7,7 +7,7 @@
 //                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only] [--concurrent N[,N...]]
 // A --variant builds one more engine with those CudaOptions fields (autotune=0|1, tile=NAME,
 // tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2,
-// map_kernel=rows|general, first_map_in_conv=0|1; docs/cuda_backend.md) and reports its median, per-step profile and
+// map_kernel=rows|general; docs/cuda_backend.md) and reports its median, per-step profile and
 // bitwise equality with the default engine; --variants-only skips everything after the variants.
 // --concurrent N: N engines, each with the frame bound, forward on N streams at once (frames/s
 // against one engine back to back): what running the frames of a batch side by side would give.
@@ -100,12 +100,9 @@ void apply_variant(BuildOptions& o, const std::string& k, const std::string& v) 
   } else if (k == "map_kernel") {
     SCN_CHECK(v == "rows" || v == "general", "--variant ", k, "=", v, ": expected rows or general");
     c.map_kernel = v == "rows" ? CudaMapKernel::Rows : CudaMapKernel::General;
-  } else if (k == "first_map_in_conv") {
-    c.first_map_in_conv = flag();
   } else {
     SCN_FAIL("--variant: unknown CudaOptions field '", k,
-             "' (autotune, tile, tune_skip, map_lookahead, stream_priorities, programmatic_launch, split, map_kernel, "
-             "first_map_in_conv)");
+             "' (autotune, tile, tune_skip, map_lookahead, stream_priorities, programmatic_launch, split, map_kernel)");
   }
 }
 

@@ -405,32 +405,6 @@ TEST(CudaBackend, Deterministic) {
   // and the default engine is of class 2 exactly when it runs osplit (sm_90)
   int default_osplit = 0;
   for (const auto& l : e1->profile_layers()) default_osplit += l.algorithm.rfind("osplit", 0) == 0;
-  {
-    // the input level's map built inside conv0's kernel (the default where conv0 runs osplit) against the
-    // map kernel before it: the same map, so the same bits; also for a row count that ends in a partial
-    // slab, batch 2, without the graph
-    int built = 0;
-    for (const auto& l : e1->profile_layers()) built += l.algorithm.find("+map-build") != std::string::npos;
-    BuildOptions o = cuda_options(true);
-    o.cuda.first_map_in_conv = false;
-    auto e8 = b.build(o);
-    EXPECT_TRUE(first == to_bytes(run(*e8, {in}).outputs[0])) << "the map built in conv0's kernel differs";
-    for (const auto& l : e8->profile_layers())
-      EXPECT_EQ(l.algorithm.find("+map-build"), std::string::npos) << l.node << ": first_map_in_conv is off";
-    const SparseInput in2 = random_input(20011, 5, grid, 2, 52);
-    BuildOptions o2 = cuda_options(false);
-    o2.max_batch = 2;
-    auto f1 = b.build(o2);
-    o2.cuda.first_map_in_conv = false;
-    auto f0 = b.build(o2);
-    const auto b1 = to_bytes(run(*f1, {in2}).outputs[0]);
-    EXPECT_TRUE(b1 == to_bytes(run(*f0, {in2}).outputs[0])) << "batch 2, 20011 rows: the built map differs";
-    int built2 = 0;
-    for (const auto& l : f1->profile_layers()) built2 += l.algorithm.find("+map-build") != std::string::npos;
-    // conv0 (16 -> 16 after the 5-channel input pads to 16) builds it wherever it runs osplit
-    EXPECT_EQ(built, default_osplit > 0 ? 1 : 0);
-    EXPECT_EQ(built2, default_osplit > 0 ? 1 : 0);
-  }
   for (int groups : {1, 2}) {
     SCOPED_TRACE("offset_groups " + std::to_string(groups));
     BuildOptions o = cuda_options(true);

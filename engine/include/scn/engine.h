@@ -60,11 +60,6 @@ struct CudaOptions {
   /// ones (exact sums) with the same bits either way.
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
-  /// The first submanifold kernel map (the input level's, on the critical path right before its first
-  /// conv) is built inside that conv's kernel when it runs an osplit config (16 -> 16 channels, 3x3x3,
-  /// bitmaps of 32-bit keys; docs/cuda_backend.md "Execution"), instead of by a map kernel before it. Same
-  /// map, same bits; false keeps the map kernel (with map_kernel = General the map kernel always runs).
-  bool first_map_in_conv = true;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.

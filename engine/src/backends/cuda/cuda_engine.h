@@ -175,7 +175,7 @@ class CudaEngine final : public Engine {
   QOperand operand(int v) const;
   QEpilogue q_epilogue(const ConvPlan& c) const;
   ConvArgs conv_args(const ConvPlan& c) const;
-  void run_step(const Step& st, cudaStream_t s, bool pdl = false, cudaEvent_t index_ready = nullptr);
+  void run_step(const Step& st, cudaStream_t s, bool pdl = false);
   LayerTiming describe_step(const Step& st) const;
   void* value_ptr(int v) const { return value_ptr_[size_t(v)]; }
   int64_t read_count(int s) const;
@@ -210,7 +210,6 @@ class CudaEngine final : public Engine {
   void capture(cudaStream_t s);
   cudaGraphExec_t bucket_graph(cudaStream_t s);
   void enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev);
-  int fusable_map_slot() const;
 
   // autotune.cpp
   void autotune();
@@ -253,16 +252,12 @@ class CudaEngine final : public Engine {
 
   // schedule
   int lookahead_ = 3;
-  int fused_map_slot_ = -1;          ///< while enqueue runs: the map its first conv builds (fusable_map_slot)
-  int map_built_by_prev_conv_ = -1;  ///< while enqueue runs: the map the last conv enqueued built, or -1
   cudaStream_t side_stream_ = nullptr;
   cudaStream_t capture_stream_ = nullptr;  ///< highest priority; graph capture only
   std::vector<int> release_node_, map_order_;
   std::vector<int> release_base_;  ///< release points before plan_arena's memory-aware delays
   std::vector<cudaEvent_t> ev_release_, ev_built_;
   cudaEvent_t ev_join_ = nullptr;
-  cudaEvent_t ev_input_coords_ = nullptr;  ///< recorded by the Input step after the input sites' coordinates
-  bool record_input_coords_ = false;       ///< while enqueue runs with a map stream
   std::map<std::string, cudaGraphExec_t> execs_;  ///< the captured graph of each size bucket met
   bool exec_valid_ = false;  ///< false: every captured graph holds stale addresses (re-capture on use)
 

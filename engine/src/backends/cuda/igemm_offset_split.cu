@@ -9,13 +9,10 @@ namespace scn::cuda {
 
 namespace {
 
-using KernelFn = void (*)(const ConvArgs, const MapBuild);
-
 struct OsplitInstance {
   OsplitConfig cfg;
-  KernelFn kernel;
+  void (*kernel)(const ConvArgs);
   size_t smem;
-  KernelFn build = nullptr;  ///< the same config building its map (MapBuild), or nullptr
 };
 
 template <int CIN, int COUT, int WR, int P, int S, int W, int MODE = kF16>
@@ -25,14 +22,6 @@ OsplitInstance make(const char* name) {
       {CIN, COUT, WR, P, S, W, MODE, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, MODE>, C::kSmem};
 }
 
-/// A config of the first convs of an input level (16 -> 16), with its map-building kernel.
-template <int CIN, int COUT, int WR, int P, int S, int W, int MODE = kF16>
-OsplitInstance make_b(const char* name) {
-  OsplitInstance in = make<CIN, COUT, WR, P, S, W, MODE>(name);
-  in.build = &osplit::osplit_build_kernel<CIN, COUT, WR, P, S, W, MODE>;
-  return in;
-}
-
 // Name: [q|i8]c{input channels}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}
 // (q: fp16 operands with the quantization-aware epilogue, i8: int8 operands). The
 // shared memory is the K x COUT weight rows plus warps x stages x rows input rows (int8 rows are half
@@ -40,16 +29,14 @@ OsplitInstance make_b(const char* name) {
 std::vector<OsplitInstance>& instances() {
   static std::vector<OsplitInstance> v = [] {
     std::vector<OsplitInstance> all;
-    // 16 -> 16 (level 0): 13.5 KiB of weights, 1 KiB per stage and warp; most 16 -> 16 configs of 32-row
-    // slabs have a map-building kernel (make_b: the input level's first conv, CudaOptions::first_map_in_conv);
-    // not those of one offset group, whose nine kernel rows per lane spill at the build's register cap
+    // 16 -> 16 (level 0): 13.5 KiB of weights, 1 KiB per stage and warp
     all.push_back(make<16, 16, 32, 1, 6, 8>("osplit c16x16r32p1s6w8"));
     all.push_back(make<16, 16, 32, 1, 8, 16>("osplit c16x16r32p1s8w16"));
     all.push_back(make<16, 16, 64, 1, 4, 8>("osplit c16x16r64p1s4w8"));
-    all.push_back(make_b<16, 16, 32, 2, 6, 8>("osplit c16x16r32p2s6w8"));
-    all.push_back(make_b<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
-    all.push_back(make_b<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
-    all.push_back(make_b<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
+    all.push_back(make<16, 16, 32, 2, 6, 8>("osplit c16x16r32p2s6w8"));
+    all.push_back(make<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
+    all.push_back(make<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
+    all.push_back(make<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
     // 32 -> 32 (level 1): 54 KiB of weights, 2 KiB per stage and warp
     all.push_back(make<32, 32, 32, 1, 4, 16>("osplit c32x32r32p1s4w16"));
     all.push_back(make<32, 32, 32, 1, 5, 12>("osplit c32x32r32p1s5w12"));
@@ -74,8 +61,8 @@ std::vector<OsplitInstance>& instances() {
     // INT8 engines, fp16 operands with the quantization-aware epilogue (summed like the fp16 configs of
     // the same P)
     all.push_back(make<16, 16, 32, 1, 6, 8, kF16Q>("osplit qc16x16r32p1s6w8"));
-    all.push_back(make_b<16, 16, 32, 2, 6, 8, kF16Q>("osplit qc16x16r32p2s6w8"));
-    all.push_back(make_b<16, 16, 32, 2, 4, 16, kF16Q>("osplit qc16x16r32p2s4w16"));
+    all.push_back(make<16, 16, 32, 2, 6, 8, kF16Q>("osplit qc16x16r32p2s6w8"));
+    all.push_back(make<16, 16, 32, 2, 4, 16, kF16Q>("osplit qc16x16r32p2s4w16"));
     all.push_back(make<32, 32, 32, 1, 5, 8, kF16Q>("osplit qc32x32r32p1s5w8"));
     all.push_back(make<32, 32, 32, 2, 3, 20, kF16Q>("osplit qc32x32r32p2s3w20"));
     all.push_back(make<16, 32, 32, 1, 6, 8, kF16Q>("osplit qc16x32r32p1s6w8"));
@@ -83,9 +70,9 @@ std::vector<OsplitInstance>& instances() {
     // INT8 engines (int8 operands, int32 sums: every config gives the same bits). 16 -> 16: 6.75 KiB of
     // weights, 16-byte rows (0.5 KiB per stage and warp); partial sums need 2.5 KiB per warp
     all.push_back(make<8, 16, 32, 1, 6, 8, kI8>("osplit i8c16x16r32p1s6w8"));
-    all.push_back(make_b<8, 16, 32, 2, 6, 8, kI8>("osplit i8c16x16r32p2s6w8"));
-    all.push_back(make_b<8, 16, 32, 2, 8, 16, kI8>("osplit i8c16x16r32p2s8w16"));
-    all.push_back(make_b<8, 16, 32, 4, 6, 16, kI8>("osplit i8c16x16r32p4s6w16"));
+    all.push_back(make<8, 16, 32, 2, 6, 8, kI8>("osplit i8c16x16r32p2s6w8"));
+    all.push_back(make<8, 16, 32, 2, 8, 16, kI8>("osplit i8c16x16r32p2s8w16"));
+    all.push_back(make<8, 16, 32, 4, 6, 16, kI8>("osplit i8c16x16r32p4s6w16"));
     all.push_back(make<8, 16, 64, 1, 4, 8, kI8>("osplit i8c16x16r64p1s4w8"));
     // 32 -> 32: 27 KiB of weights, 32-byte rows (1 KiB per stage and warp); partial sums 4.5 KiB per warp
     all.push_back(make<16, 32, 32, 1, 6, 8, kI8>("osplit i8c32x32r32p1s6w8"));
@@ -104,7 +91,6 @@ std::vector<OsplitInstance>& instances() {
 /// What a launch needs to know of each config on one GPU (osplit_init).
 struct LaunchLimits {
   std::vector<int> blocks_per_sm;  ///< 0: the config does not fit this GPU's shared memory
-  std::vector<int> build_blocks_per_sm;  ///< of the map-building kernel (0: none)
   std::vector<bool> pdl;           ///< the device image has griddepcontrol (sm_90 or newer)
 };
 
@@ -135,12 +121,6 @@ bool osplit_config_fits(int id, const ConvArgs& a) {
          a.cout <= c.cout && a.cout_w >= c.cout;
 }
 
-bool osplit_builds_map(int id) { return instances().at(size_t(id)).build != nullptr; }
-
-bool osplit_map_buildable(const SiteIndex& s, const MapGeom& g) {
-  return g.k0 == 3 && g.k1 == 3 && g.k2 == 3 && g.d2 == 1 && map_keys32(s);
-}
-
 int osplit_blocks_per_sm(int id) { return current_limits().blocks_per_sm.at(size_t(id)); }
 
 size_t osplit_smem_bytes(int id) { return instances().at(size_t(id)).smem; }
@@ -153,7 +133,6 @@ void osplit_init() {
     const std::vector<OsplitInstance>& all = instances();
     LaunchLimits l;
     l.blocks_per_sm.assign(all.size(), 0);  // a config wider than this GPU's shared memory is never offered
-    l.build_blocks_per_sm.assign(all.size(), 0);
     l.pdl.assign(all.size(), false);
     for (size_t i = 0; i < all.size(); ++i) {
       const OsplitInstance& in = all[i];
@@ -163,12 +142,6 @@ void osplit_init() {
       int bps = 0;
       SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
       l.blocks_per_sm[i] = bps;
-      if (in.build) {
-        const auto* fb = reinterpret_cast<const void*>(in.build);
-        SCN_CUDA_CHECK(cudaFuncSetAttribute(fb, cudaFuncAttributeMaxDynamicSharedMemorySize, int(in.smem)));
-        SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.build_blocks_per_sm[i], fb,
-                                                                     in.cfg.warps * 32, in.smem));
-      }
       cudaFuncAttributes fa{};
       SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
       l.pdl[i] = fa.binaryVersion >= 90;
@@ -179,20 +152,15 @@ void osplit_init() {
 
 bool osplit_fits_device(int id) { return current_limits().blocks_per_sm.at(size_t(id)) > 0; }
 
-void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl, const MapBuild* build) {
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl) {
   const OsplitInstance& in = instances().at(size_t(id));
   const LaunchLimits& lim = current_limits();
-  SCN_CHECK(!build || (in.build && osplit_map_buildable(build->s, build->g) && build->out_in == a.out_in),
-            "CUDA kernel '", in.cfg.name, "' cannot build this convolution's kernel map (",
-            in.build ? "not a 3x3x3 map on a bitmap of 32-bit keys" : "no map-building kernel", ")");
-  const int blocks_per_sm = build ? lim.build_blocks_per_sm[size_t(id)] : lim.blocks_per_sm[size_t(id)];
+  const int blocks_per_sm = lim.blocks_per_sm[size_t(id)];
   SCN_CHECK(blocks_per_sm > 0, "CUDA kernel '", in.cfg.name, "' does not fit on this GPU (", in.smem,
             " bytes of shared memory, ", in.cfg.warps * 32, " threads)");
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
             ", cout_p ", a.cout_p, ", K ", a.K, ", mode ", a.q ? "int8-aware" : "fp16", "): it needs cin_p ",
             in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, ", in.cfg.mode == kF16 ? "fp16" : "int8 operands");
-  const KernelFn fn = build ? in.build : in.kernel;
-  const MapBuild mb = build ? *build : MapBuild{};
   const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;
@@ -200,7 +168,7 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
   const int64_t gx = need < resident ? need : resident;
   const unsigned blocks = unsigned(gx < 1 ? 1 : gx), threads = unsigned(in.cfg.warps * 32);
   if (!(pdl && lim.pdl[size_t(id)])) {
-    fn<<<blocks, threads, in.smem, st>>>(a, mb);
+    in.kernel<<<blocks, threads, in.smem, st>>>(a);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(blocks);
@@ -212,7 +180,7 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
     attr.val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, a, mb));
+    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel, a));
   }
   SCN_CUDA_LAUNCHED();
 }

@@ -23,11 +23,6 @@
 // sums are exact, so every P and every config gives the bits of the int8 tiles. MODE kF16Q sums fp16
 // operands like kF16 (the same order per P). Both meet their partial sums in shared memory (also for
 // P == 1) and store them with the tiles' quantization-aware epilogue (q_epilogue.cuh).
-//
-// BUILD (the input level's submanifold map, CudaOptions::first_map_in_conv): instead of staging a slab's map
-// rows from the map, every warp computes them (map_rows.cuh, the map kernel's lookups) into its stage region
-// after the wait, and the team's first warp writes them to the map for the convs after this one. The map is
-// the one rows_map_kernel writes, so the sums are the same.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +30,6 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/igemm_offset_split.h"
-#include "backends/cuda/map_rows.cuh"
 #include "backends/cuda/ptx.cuh"
 #include "backends/cuda/q_epilogue.cuh"
 
@@ -105,10 +99,9 @@ struct Cfg {
   static constexpr size_t kSmem = kZeroOff + 16;
 };
 
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE, int KK, bool BUILD>
-__device__ __forceinline__ void osplit_body(const ConvArgs& a, const MapBuild& mb) {
+template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
+__global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a) {
   using C = Cfg<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK>;
-  static_assert(!BUILD || KK == 27, "the map a conv builds is a 3x3x3 one");
   using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem[];
   __half* sW = reinterpret_cast<__half*>(smem);
@@ -149,89 +142,6 @@ __device__ __forceinline__ void osplit_body(const ConvArgs& a, const MapBuild& m
       ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
     }
   };
-  // BUILD: lane l computes row l of the slab (WR == 32), warp g of the team its kernel rows q = g, g + P, ..
-  // (q = r0 * 3 + r1: the three entries r2 = 0, 1, 2 along the last axis, dilation 1, as map_rows.cuh), in
-  // phases whose loads are independent across its kernel rows (words, then rank bases, then perm): a
-  // chain of three or four loads per slab instead of one per kernel row. The entries go to the stage
-  // regions of every warp of the team (free: the last slab's epilogue ended with a team sync), the team
-  // meets, and its first warp writes the slab's map rows to the map.
-  auto build_map = [&](int64_t slab) {
-    static_assert(!BUILD || WR == 32, "one row per lane");
-    constexpr int NQ = (9 + P - 1) / P;
-    const SiteIndex& s = mb.s;
-    const int64_t o = slab * WR + lane;
-    const int4 c = o < n ? __ldg(mb.s.coords + o) : make_int4(-1, 0, 0, 0);  // batch -1: outside the grid
-    uint32_t kb[NQ];      // key of candidate r2 = 0 (modulo 2^32: only valid candidates' keys are used)
-    uint32_t valid = 0u;  // bit 3j + r2: candidate r2 of kernel row j is inside the grid
-    uint64_t wlo[NQ];     // bitmap word of the first valid candidate (a later one may sit in the next word)
-    auto first_word = [](uint32_t k0, uint32_t v3) { return (k0 + uint32_t(__ffs(int(v3)) - 1)) >> 6; };
-#pragma unroll
-    for (int j = 0; j < NQ; ++j) {
-      const int q = g + j * P;
-      kb[j] = 0u;
-      wlo[j] = 0u;
-      if (q >= 9) continue;
-      const int i0 = c.y + (q / 3 - 1) * mb.g.d0, i1 = c.z + (q % 3 - 1) * mb.g.d1;
-      if (!site_line_in_grid(s, c.x, i0, i1)) continue;
-      uint32_t v3 = 0u;
-#pragma unroll
-      for (int r2 = 0; r2 < 3; ++r2) v3 |= (c.w + r2 - 1 >= 0 && c.w + r2 - 1 < s.s2 ? 1u : 0u) << r2;
-      if (!v3) continue;
-      valid |= v3 << (3 * j);
-      kb[j] = site_key<uint32_t>(s, c.x, i0, i1, 0) + uint32_t(c.w - 1);
-      wlo[j] = __ldg(s.bits + first_word(kb[j], v3));
-    }
-    // present candidates (one in the next word: that word loaded here, rarely), and the first word's rank base
-    uint32_t present = 0u;
-    int32_t rlo[NQ];
-#pragma unroll
-    for (int j = 0; j < NQ; ++j) {
-      rlo[j] = 0;
-      const uint32_t v3 = valid >> (3 * j) & 7u;
-      if (!v3) continue;
-      const uint32_t wl = first_word(kb[j], v3);
-#pragma unroll
-      for (int r2 = 0; r2 < 3; ++r2) {
-        if (!(v3 >> r2 & 1u)) continue;
-        const uint32_t key = kb[j] + uint32_t(r2);
-        const uint64_t word = (key >> 6) == wl ? wlo[j] : __ldg(s.bits + (key >> 6));
-        if ((word >> (key & 63)) & 1u) present |= 1u << (3 * j + r2);
-      }
-      if (present >> (3 * j) & 7u) rlo[j] = int32_t(site_rank_base(s, int64_t(wl)));
-    }
-    // rows (perm) of the present candidates -> the team's stage regions
-    int32_t* team_map = reinterpret_cast<int32_t*>(sW + C::kWeightHalves + size_t(team) * P * C::WARP_HALVES);
-#pragma unroll
-    for (int j = 0; j < NQ; ++j) {
-      const int q = g + j * P;
-      if (q >= 9) continue;
-      const uint32_t wl = first_word(kb[j], valid >> (3 * j) & 7u);
-      int32_t v[3];
-#pragma unroll
-      for (int r2 = 0; r2 < 3; ++r2) {
-        v[r2] = -1;
-        if (!(present >> (3 * j + r2) & 1u)) continue;
-        const uint32_t key = kb[j] + uint32_t(r2);
-        if ((key >> 6) == wl) {
-          v[r2] = site_row(s, site_rank_in_word(rlo[j], int64_t(key), wlo[j]));
-        } else {  // the next word (rare): its own rank base
-          const uint64_t word = __ldg(s.bits + (key >> 6));
-          v[r2] = site_row(s, site_rank_in_word(site_rank_base(s, int64_t(key >> 6)), int64_t(key), word));
-        }
-      }
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int r2 = 0; r2 < 3; ++r2) team_map[size_t(p) * C::WARP_HALVES / 2 + lane * KK + q * 3 + r2] = v[r2];
-    }
-    team_sync<P>(team);
-    if (g == 0) {
-      const int64_t left = n - slab * WR;
-      const int rows = int(left < WR ? left : WR);
-      const int32_t* sm = reinterpret_cast<const int32_t*>(sS);
-      for (int i = lane; i < rows * KK; i += 32) mb.out_in[slab * WR * KK + i] = sm[i];
-    }
-  };
   // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
   // rows (word stride KK, odd: the 32 lanes hit 32 banks)
   int mp[C::RH][C::KG];
@@ -246,25 +156,13 @@ __device__ __forceinline__ void osplit_body(const ConvArgs& a, const MapBuild& m
     }
   };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
-  // in flight beside the weights, unless the kernel before this one wrote the map (map_late) or it is built here
-  if (!BUILD && !a.map_late && slab0 < nslabs) stage_map(slab0);
+  if (slab0 < nslabs) stage_map(slab0);  // in flight beside the weights
   ptx::cp_async_commit();
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
   // Launched programmatically, the grid got here while the previous conv may still run: the weights,
-  // the row count and the map are not its outputs (unless map_late); activations are, so wait for it now.
-  // (BUILD: the site index the map is built from is the previous kernel's output.)
+  // the row count and the map are not its outputs; activations are, so wait for it now.
   ptx::grid_dependency_wait();
-  if (slab0 < nslabs) {
-    if constexpr (BUILD) {
-      build_map(slab0);
-    } else if (a.map_late) {
-      stage_map(slab0);
-      ptx::cp_async_commit();
-      ptx::cp_async_wait_mem<0>();
-    }
-  }
-  __syncwarp();
 
   // Lane constants, pinned in registers (the unrolled offset loop adds immediates only). A row's swizzle
   // depends on its index modulo 8 only (swz), and the copy instructions, 16-row MMA blocks and 16-row
@@ -297,13 +195,9 @@ __device__ __forceinline__ void osplit_body(const ConvArgs& a, const MapBuild& m
   for (int64_t slab = slab0; slab < nslabs; slab += stride) {
     const int64_t r0 = slab * WR;
     if (slab != slab0) {  // the stage region is free: the last slab's epilogue ended with its team's sync
-      if constexpr (BUILD) {
-        build_map(slab);
-      } else {
-        stage_map(slab);
-        ptx::cp_async_commit();
-        ptx::cp_async_wait_mem<0>();
-      }
+      stage_map(slab);
+      ptx::cp_async_commit();
+      ptx::cp_async_wait_mem<0>();
       __syncwarp();
     }
     read_map(slab);
@@ -526,20 +420,6 @@ __device__ __forceinline__ void osplit_body(const ConvArgs& a, const MapBuild& m
       team_sync<P>(team);  // peers are done reading the partial sums
     }
   }
-}
-
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16, int KK = 27>
-__global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a, const MapBuild mb) {
-  osplit_body<CIN, COUT, WR, P, STAGES, WARPS, MODE, KK, false>(a, mb);
-}
-
-/// The map-building kernel (BUILD) of a config: capped at kBuildRegs registers, those of the 8-warp 16 -> 16
-/// configs without the build, so that it leaves an SM the room the map stream's blocks take beside them
-/// (uncapped, its phased lookups took up to 50 more registers: no map-stream block fitted beside the conv).
-constexpr int kBuildRegs = 72;
-template <int CIN, int COUT, int WR, int P, int STAGES, int WARPS, int MODE = kF16>
-__global__ void __maxnreg__(kBuildRegs) osplit_build_kernel(const ConvArgs a, const MapBuild mb) {
-  osplit_body<CIN, COUT, WR, P, STAGES, WARPS, MODE, 27, true>(a, mb);
 }
 
 }  // namespace osplit

@@ -22,15 +22,6 @@ struct OsplitConfig {
   const char* name;
 };
 
-/// A submanifold kernel map the conv builds in its own kernel (CudaOptions::first_map_in_conv): every slab's
-/// map rows computed from the site index `s` (3x3x3 kernel, 32-bit bitmap keys) and written to `out_in`,
-/// the map the convs after it read; the same entries as launch_subm_map's.
-struct MapBuild {
-  SiteIndex s;
-  MapGeom g{};
-  int32_t* out_in = nullptr;
-};
-
 /// The compiled configurations.
 int osplit_num_configs();
 const OsplitConfig& osplit_config(int id);
@@ -51,21 +42,12 @@ size_t osplit_smem_bytes(int id);
 void osplit_init();
 /// True when config `id` runs on the current device (after osplit_init).
 bool osplit_fits_device(int id);
-/// True when config `id` has a map-building kernel (MapBuild): the 16 -> 16 configs, the first conv of
-/// the input level.
-bool osplit_builds_map(int id);
-/// True when the conv's map can be built in the conv's kernel: a 3x3x3 kernel of dilation 1 along the
-/// last axis on a bitmap whose keys fit 32 bits.
-bool osplit_map_buildable(const SiteIndex& s, const MapGeom& g);
 /// Launches config `id` (persistent grid sized for cap_out). Throws scn::Error when it does not fit.
 /// `pdl`: as a programmatic dependent launch (sm_90 images), under launch_igemm's contract: a.n_out and
 /// a.out_in must not be written by the kernel before it on `st`.
 /// fp16 operands (modes 0 and 1): results are bitwise those of every other config of the same mode and
 /// `groups`; with groups == 1 they are the summation order of launch_igemm's tiles (offsets ascending,
 /// channels ascending per element). int8: exact int32 sums, so every config gives the int8 tiles' bits.
-/// `build`: the conv builds its map (osplit_builds_map(id) and osplit_map_buildable must hold; a.out_in
-/// is then build->out_in); with `pdl` it reads the site index after its wait.
-void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false,
-                   const MapBuild* build = nullptr);
+void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 
 }  // namespace scn::cuda

@@ -7,13 +7,14 @@
 //   inverse:  out = (i + p - r * dil) / st when divisible, for i on the strided conv's input set
 
 #include "backends/cuda/common.cuh"
-#include "backends/cuda/map_rows.cuh"
 
 namespace scn::cuda {
 
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // block = 32 offsets x 8 rows: one lookup per thread
+
+enum class MapMode { Subm, Strided, Inverse };
 
 // Lanes are kernel offsets (k = lane, lane + 32, ...), warps are rows: every lookup is independent,
 // so the few dependent loads of each lookup overlap across the block, and each warp writes one
@@ -50,10 +51,19 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 }
 
 // Maps by kernel rows: one thread per (output row o, pair (r0, r1)) fills the k2 entries of that
-// kernel row (map_rows.cuh), each thread writing k2 contiguous entries, every entry once. Same entries as
-// map_kernel<M>. The kernel is bound by its integer arithmetic: KS = 3 and 32-bit keys where they fit.
+// kernel row. Along the last axis the k2 candidate sites are consecutive keys (dilation 1), so they
+// share one bitmap word (two at a word edge) and one rank base: about a third of the loads of one
+// lookup per (row, offset), and each thread writes k2 contiguous entries, every entry once. Same
+// entries as map_kernel<M> (the same test per candidate: in the grid, bit set, rank below cap).
+//   Subm:    rows = look = the set, candidate c + (r - k/2) * d
+//   Strided: rows = the output set, look = the input set, candidate c * st - p + r * d
+// KS: the kernel size of every axis when known at compile time (3: the 3x3x3 convs, whose divisions
+// by the kernel rows then compile to multiplications; the kernel is bound by its integer arithmetic),
+// 0 = read from g. Key: the bitmap key's type, 32-bit when every key of the bitmap fits (the common
+// case: 64-bit keys cost several instructions per multiply and compare), else 64-bit.
 template <MapMode M, int KS, typename Key>
 __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
   const int k0 = KS ? KS : g.k0, k1 = KS ? KS : g.k1, k2 = KS ? KS : g.k2;
   const int K = k0 * k1 * k2;
   const int P = k0 * k1;
@@ -61,7 +71,35 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = t / P;
     const int q = int(t - o * P);
-    map_kernel_row<M, KS, Key>(s, g, rows.coords[o], q, out_in + o * K + q * k2);
+    const int r0 = q / k1, r1 = q - r0 * k1;
+    const int4 c = rows.coords[o];
+    const int i0 = M == MapMode::Subm ? c.y + (r0 - k0 / 2) * g.d0 : c.y * g.st0 - g.p0 + r0 * g.d0;
+    const int i1 = M == MapMode::Subm ? c.z + (r1 - k1 / 2) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
+    int32_t* dst = out_in + o * K + q * k2;
+    // the kernel row's candidates differ in their last coordinate only: one key base for all of them
+    const bool row_in = site_line_in_grid(s, c.x, i0, i1);
+    const Key base_key = site_key<Key>(s, c.x, i0, i1, 0);
+    Key cur = Key(-1);  // bitmap word held in `word`, and its rank base (-1: not loaded yet)
+    uint64_t word = 0;
+    int64_t base = -1;
+    for (int r2 = 0; r2 < k2; ++r2) {
+      const int i2 = M == MapMode::Subm ? c.w + (r2 - k2 / 2) * g.d2 : c.w * g.st2 - g.p2 + r2 * g.d2;
+      int32_t v = -1;
+      if (row_in && i2 >= 0 && i2 < s.s2) {
+        const Key key = base_key + Key(i2);
+        const Key w = key >> 6;
+        if (w != cur) {
+          cur = w;
+          word = __ldg(s.bits + w);
+          base = -1;
+        }
+        if ((word >> (key & 63)) & 1) {
+          if (base < 0) base = site_rank_base(s, int64_t(w));
+          v = site_row(s, site_rank_in_word(base, int64_t(key), word));
+        }
+      }
+      dst[r2] = v;
+    }
   }
 }
 
@@ -73,11 +111,14 @@ int map_grid(int64_t cap, int sm) {
 
 bool cube3(const MapGeom& g) { return g.k0 == 3 && g.k1 == 3 && g.k2 == 3; }
 
+/// Every key of the bitmap of `s` fits a 32-bit key.
+bool keys32(const SiteIndex& s) { return s.words < (int64_t(1) << 26); }
+
 }  // namespace
 
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st) {
   const int grid = grid_for(s.cap * g.k0 * g.k1, 256, sm, 16);
-  if (kind == MapKernel::Rows && cube3(g) && map_keys32(s))
+  if (kind == MapKernel::Rows && cube3(g) && keys32(s))
     rows_map_kernel<MapMode::Subm, 3, uint32_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Subm, 3, int64_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
@@ -91,7 +132,7 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, in
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm,
                         cudaStream_t st) {
   const int grid = grid_for(out.cap * g.k0 * g.k1, 256, sm, 16);
-  if (kind == MapKernel::Rows && cube3(g) && map_keys32(in))
+  if (kind == MapKernel::Rows && cube3(g) && keys32(in))
     rows_map_kernel<MapMode::Strided, 3, uint32_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Strided, 3, int64_t><<<grid, 256, 0, st>>>(out, in, g, out_in);

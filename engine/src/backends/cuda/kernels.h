@@ -124,9 +124,6 @@ struct ConvArgs {
   float alpha = 0.f;
   bool relu_after = false;  ///< ReLU after the residual add
   bool pdl_late = false;    ///< let the next kernel launch at the last tile's epilogue, not its start
-  /// The kernel before this one on its stream wrote the map (a conv that built it, MapBuild): read it only
-  /// after the wait for that kernel (osplit; the engine launches tiles after such a kernel in stream order).
-  bool map_late = false;
 
   /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
   /// memory. (Behind a pointer on purpose: a larger ConvArgs made ptxas give the fp16 kernels up to

@@ -263,27 +263,9 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
   return a;
 }
 
-/// The map slot whose first conv builds it in its own kernel (CudaOptions::first_map_in_conv), or -1: the
-/// first map of the steps (the input level's, built right before its first conv), when it is a
-/// submanifold map the kernel can build and that conv runs an osplit config with a map-building kernel
-/// (the bound size bucket's choice: other buckets' tiles keep the map kernel).
-int CudaEngine::fusable_map_slot() const {
-  if (!opt().first_map_in_conv || opt().map_kernel != CudaMapKernel::Rows) return -1;
-  for (const Step& st : steps_) {
-    if (st.kind != StepKind::Map) continue;
-    const MapSlot& m = an().maps[size_t(st.slot)];
-    if (m.kind != MapKind::Subm) return -1;
-    const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(m.first_node)])];
-    const bool ok = c.osplit >= 0 && osplit_builds_map(c.osplit) &&
-                    osplit_map_buildable(sites_[size_t(m.in_sites)].dev, geom_of(m));
-    return ok ? st.slot : -1;
-  }
-  return -1;
-}
-
 /// Enqueues one step on `s`. `pdl`: a conv may launch programmatically (launch_igemm), i.e. the
-/// kernel before it on `s` did not write its map (maps on the map stream), or built it in its own kernel.
-void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, cudaEvent_t index_ready) {
+/// kernel before it on `s` did not write its map (maps on the map stream).
+void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
   const Graph& g = *graph_;
   const GraphAnalysis& ana = an();
   switch (st.kind) {
@@ -294,19 +276,14 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, cudaEvent_t 
       SCN_CUDA_CHECK(cudaMemsetAsync(si.dev.bits, 0, size_t(si.words) * 8, s));
       launch_input_sites_features(in.raw_idx.get<int32_t>(), in.raw_feat.get(), in.raw_fp32, in.channels,
                                   int(round_up16(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s);
-      if (record_input_coords_) SCN_CUDA_CHECK(cudaEventRecord(ev_input_coords_, s));
       launch_rank(si.dev, false, nullptr, sm_count_, s);
       launch_build_perm(si.dev, sm_count_, s);
       return;
     }
     case StepKind::Map: {
-      if (st.slot == fused_map_slot_) return;  // its first conv builds it (fusable_map_slot)
       const MapSlot& m = ana.maps[size_t(st.slot)];
       const MapGeom geom = geom_of(m);
       int32_t* out_in = map_ptr_[size_t(st.slot)];
-      // index_ready: the step that completes the input sites' index (rank, perm), recorded on the main stream
-      // when this map was released before it (schedule.cpp); a strided map marks its sites before it
-      if (index_ready && m.kind != MapKind::Strided) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, index_ready, 0));
       switch (m.kind) {
         case MapKind::Subm:
           launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s);
@@ -318,7 +295,6 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, cudaEvent_t 
           launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
           launch_rank(out.dev, true, err_of(st.node), sm_count_, s);
           launch_emit_coords(out.dev, sm_count_, s);
-          if (index_ready) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, index_ready, 0));
           launch_strided_map(in.dev, out.dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s);
           break;
         }
@@ -333,24 +309,10 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, cudaEvent_t 
     }
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
-      ConvArgs a = conv_args(c);
-      // the conv before it on `s` built this conv's map: osplit reads it after its wait, tiles launch in
-      // stream order
-      a.map_late = c.slot == map_built_by_prev_conv_;
-      const MapSlot& m = ana.maps[size_t(c.slot)];
-      const bool builds = c.slot == fused_map_slot_ && m.first_node == c.node;
-      map_built_by_prev_conv_ = builds ? c.slot : -1;
-      if (builds) {
-        MapBuild mb;
-        mb.s = sites_[size_t(m.in_sites)].dev;
-        mb.g = geom_of(m);
-        mb.out_in = map_ptr_[size_t(c.slot)];
-        launch_osplit(c.osplit, a, sm_count_, s, pdl, &mb);
-      } else if (c.osplit >= 0) {
-        launch_osplit(c.osplit, a, sm_count_, s, pdl);
-      } else {
-        launch_igemm(c.cfg, a, sm_count_, s, pdl && !a.map_late);
-      }
+      if (c.osplit >= 0)
+        launch_osplit(c.osplit, conv_args(c), sm_count_, s, pdl);
+      else
+        launch_igemm(c.cfg, conv_args(c), sm_count_, s, pdl);
       return;
     }
     case StepKind::Add: {
@@ -473,7 +435,6 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       t.algorithm = m.kind == MapKind::Subm      ? "subm bitmap-rank"
                     : m.kind == MapKind::Strided ? "strided bitmap-rank (sites+map)"
                                                  : "inverse bitmap-rank";
-      if (st.slot == fusable_map_slot()) t.algorithm += ", built in the conv's kernel";
       break;
     }
     case StepKind::Conv: {
@@ -483,7 +444,6 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       t.algorithm = detail::concat(conv_kernel_name(c), " (",
                                    c.osplit >= 0 ? osplit_blocks_per_sm(c.osplit) : igemm_blocks_per_sm(c.cfg), "/SM, ",
                                    c.tuned ? "tuned" : "heuristic", ")");
-      if (c.slot == fusable_map_slot() && ana.maps[size_t(c.slot)].first_node == c.node) t.algorithm += "+map-build";
       if (c.residual >= 0) t.algorithm += "+add";
       if (c.relu_after || c.fused_relu) t.algorithm += "+relu";
       break;

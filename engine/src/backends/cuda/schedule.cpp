@@ -40,7 +40,6 @@ void CudaEngine::create_streams() {
   for (auto& e : ev_release_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   for (auto& e : ev_built_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join_, cudaEventDisableTiming));
-  SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_input_coords_, cudaEventDisableTiming));
 }
 
 void CudaEngine::destroy_streams() {
@@ -48,7 +47,6 @@ void CudaEngine::destroy_streams() {
   for (auto e : ev_release_) cudaEventDestroy(e);
   for (auto e : ev_built_) cudaEventDestroy(e);
   if (ev_join_) cudaEventDestroy(ev_join_);
-  if (ev_input_coords_) cudaEventDestroy(ev_input_coords_);
   if (side_stream_) cudaStreamDestroy(side_stream_);
   if (capture_stream_) cudaStreamDestroy(capture_stream_);
 }
@@ -93,18 +91,6 @@ void CudaEngine::capture(cudaStream_t s) {
 }
 
 void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
-  // the first conv builds the first map in its kernel: for this enqueue only (the tuner's steps build maps)
-  struct FusedMap {
-    CudaEngine& e;
-    explicit FusedMap(CudaEngine& en) : e(en) {
-      e.fused_map_slot_ = e.fusable_map_slot();
-      e.map_built_by_prev_conv_ = -1;
-    }
-    ~FusedMap() {
-      e.fused_map_slot_ = e.map_built_by_prev_conv_ = -1;
-      e.record_input_coords_ = false;
-    }
-  } fused(*this);
   const GraphAnalysis& ana = an();
   if (ev || lookahead_ == 0) {  // profiling, or no map stream: every step in order on `s`
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -132,11 +118,6 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   bool inputs_done = false;
   bool map_just_built = false;
   bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
-  // The maps released right after the inputs start on the map stream once the input sites' coordinates
-  // exist (a strided map marks and ranks its output sites from them while the input's rank and perm are
-  // built); what reads the input's index waits for the whole input step (run_step's index_ready).
-  record_input_coords_ = true;
-  bool after_inputs = false;
   auto release_up_to = [&](int node) {
     while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
       const int m = map_order_[next_build];
@@ -145,9 +126,8 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
       if (m == inline_map) continue;
       side_used = true;
       SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
-      SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, after_inputs ? ev_input_coords_ : ev_release_[size_t(m)], 0));
-      run_step(Step{StepKind::Map, ana.maps[size_t(m)].first_node, m}, side_stream_, false,
-               after_inputs ? ev_release_[size_t(m)] : nullptr);
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
+      run_step(Step{StepKind::Map, ana.maps[size_t(m)].first_node, m}, side_stream_);
       SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
     }
   };
@@ -155,14 +135,12 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
     const Step& st = steps_[i];
     if (st.kind != StepKind::Input && !inputs_done) {
       inputs_done = true;
-      after_inputs = true;
       release_up_to(0);
-      after_inputs = false;
     }
     if (st.kind == StepKind::Map) {
       if (st.slot == inline_map) {
         run_step(st, s);
-        map_just_built = st.slot != fused_map_slot_;  // a fused map is built by the conv itself
+        map_just_built = true;
         inline_done = true;
         release_up_to(st.node);
       }

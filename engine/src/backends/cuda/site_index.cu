@@ -10,7 +10,6 @@
 #include <cub/block/block_scan.cuh>
 
 #include "backends/cuda/common.cuh"
-#include "backends/cuda/ptx.cuh"
 
 namespace scn::cuda {
 
@@ -178,9 +177,6 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
 }
 
 __global__ void build_perm_kernel(SiteIndex s) {
-  // a conv building the input level's map launches programmatically after this kernel (MapBuild): its
-  // blocks may stage their weights now; they read perm only after their wait for this grid
-  ptx::grid_launch_dependents();
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = s.coords[i];
