@@ -103,6 +103,58 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
   }
 }
 
+// The 3x3x3 kernel rows with dilation 1 along the last axis, 32-bit keys and fewer than 2^31 (row, kernel
+// row) items: the same entries as rows_map_kernel<M, 3, uint32_t>, without its serial chain. There, each
+// candidate's loads sat behind the previous candidate's branches (coordinates -> word -> rank -> row of
+// the first, then the row of the second, then of the third: six dependent round trips); here every load
+// is predicated and each kind is issued for all three candidates at once (coordinates -> words -> rank
+// base -> rows: four), in 32-bit index and rank arithmetic (ranks are below cap < 2^31).
+template <MapMode M>
+__global__ void rows3_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  const uint32_t total = uint32_t(rows_of(rows.count, rows.cap)) * 9u;
+  const uint32_t cap = uint32_t(s.cap);
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+    const uint32_t o = t / 9u;
+    const int q = int(t - o * 9u);
+    const int r0 = q / 3, r1 = q - r0 * 3;
+    const int4 c = __ldg(rows.coords + o);
+    const int i0 = M == MapMode::Subm ? c.y + (r0 - 1) * g.d0 : c.y * g.st0 - g.p0 + r0 * g.d0;
+    const int i1 = M == MapMode::Subm ? c.z + (r1 - 1) * g.d1 : c.z * g.st1 - g.p1 + r1 * g.d1;
+    const int f2 = M == MapMode::Subm ? c.w - 1 : c.w * g.st2 - g.p2;  // last coordinate of candidate 0
+    const bool line = site_line_in_grid(s, c.x, i0, i1);
+    // candidate r2 (last coordinate f2 + r2) inside the grid
+    const bool v0 = line && f2 >= 0 && f2 < s.s2, v1 = line && f2 + 1 >= 0 && f2 + 1 < s.s2,
+               v2 = line && f2 + 2 >= 0 && f2 + 2 < s.s2;
+    const uint32_t k0 = site_key<uint32_t>(s, c.x, i0, i1, 0) + uint32_t(f2);  // candidate r2: k0 + r2
+    // the first and the last valid candidate's words (the same one but at a word edge)
+    const uint32_t wl = (v0 ? k0 : v1 ? k0 + 1u : k0 + 2u) >> 6, wh = (v2 ? k0 + 2u : v1 ? k0 + 1u : k0) >> 6;
+    const bool any = v0 || v1 || v2;
+    const uint64_t lo = any ? __ldg(s.bits + wl) : 0u;
+    const uint64_t hi = any && wh != wl ? __ldg(s.bits + wh) : lo;
+    auto word_of = [&](uint32_t k) { return (k >> 6) == wl ? lo : hi; };
+    const bool p0 = v0 && (word_of(k0) >> (k0 & 63) & 1u);
+    const bool p1 = v1 && (word_of(k0 + 1u) >> ((k0 + 1u) & 63) & 1u);
+    const bool p2 = v2 && (word_of(k0 + 2u) >> ((k0 + 2u) & 63) & 1u);
+    const bool in_lo0 = (k0 >> 6) == wl, in_lo1 = ((k0 + 1u) >> 6) == wl, in_lo2 = ((k0 + 2u) >> 6) == wl;
+    const bool need_lo = (p0 && in_lo0) || (p1 && in_lo1) || (p2 && in_lo2);
+    const bool need_hi = (p0 && !in_lo0) || (p1 && !in_lo1) || (p2 && !in_lo2);
+    const uint32_t rb_lo = need_lo ? __ldg(s.rank_block + wl / kRankBlock) + __ldg(s.rank_local + wl) : 0u;
+    const uint32_t rb_hi = need_hi ? __ldg(s.rank_block + wh / kRankBlock) + __ldg(s.rank_local + wh) : 0u;
+    auto row = [&](bool p, bool in_lo, uint32_t k) -> int32_t {
+      if (!p) return -1;
+      const uint64_t w = in_lo ? lo : hi;
+      const uint32_t r = (in_lo ? rb_lo : rb_hi) + uint32_t(__popcll(w & ((uint64_t(1) << (k & 63)) - 1u)));
+      if (r >= cap) return -1;
+      return s.perm ? __ldg(s.perm + r) : int32_t(r);
+    };
+    const int32_t e0 = row(p0, in_lo0, k0), e1 = row(p1, in_lo1, k0 + 1u), e2 = row(p2, in_lo2, k0 + 2u);
+    int32_t* dst = out_in + size_t(o) * 27u + size_t(q) * 3u;
+    dst[0] = e0;
+    dst[1] = e1;
+    dst[2] = e2;
+  }
+}
+
 int map_grid(int64_t cap, int sm) {
   const int64_t need = (cap + kRowsPerBlock - 1) / kRowsPerBlock;
   const int64_t most = int64_t(sm) * 32;
@@ -114,11 +166,19 @@ bool cube3(const MapGeom& g) { return g.k0 == 3 && g.k1 == 3 && g.k2 == 3; }
 /// Every key of the bitmap of `s` fits a 32-bit key.
 bool keys32(const SiteIndex& s) { return s.words < (int64_t(1) << 26); }
 
+/// rows3_map_kernel runs the map: 3x3x3, dilation 1 along the last axis, 32-bit keys, (row, kernel row)
+/// items below 2^31.
+bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
+  return cube3(g) && g.d2 == 1 && keys32(look) && rows.cap * 9 < (int64_t(1) << 31);
+}
+
 }  // namespace
 
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st) {
   const int grid = grid_for(s.cap * g.k0 * g.k1, 256, sm, 16);
-  if (kind == MapKernel::Rows && cube3(g) && keys32(s))
+  if (kind == MapKernel::Rows && rows3(s, g, s))
+    rows3_map_kernel<MapMode::Subm><<<grid, 256, 0, st>>>(s, s, g, out_in);
+  else if (kind == MapKernel::Rows && cube3(g) && keys32(s))
     rows_map_kernel<MapMode::Subm, 3, uint32_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Subm, 3, int64_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
@@ -132,7 +192,9 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, in
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm,
                         cudaStream_t st) {
   const int grid = grid_for(out.cap * g.k0 * g.k1, 256, sm, 16);
-  if (kind == MapKernel::Rows && cube3(g) && keys32(in))
+  if (kind == MapKernel::Rows && rows3(out, g, in))
+    rows3_map_kernel<MapMode::Strided><<<grid, 256, 0, st>>>(out, in, g, out_in);
+  else if (kind == MapKernel::Rows && cube3(g) && keys32(in))
     rows_map_kernel<MapMode::Strided, 3, uint32_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Strided, 3, int64_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
