@@ -21,6 +21,10 @@ inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
   return g < 1 ? 1 : int(g);
 }
 
+/// Every key of the bitmap of `s` fits a 32-bit key: fewer than 2^26 words (site_key<uint32_t> takes several
+/// instructions fewer per key than 64-bit keys).
+inline bool site_keys32(const SiteIndex& s) { return s.words < (int64_t(1) << 26); }
+
 /// Bitmap key of a site, in `Key` (int64_t; uint32_t where every key of the bitmap fits 32 bits).
 template <class Key = int64_t>
 __device__ __forceinline__ Key site_key(const SiteIndex& s, int b, int i0, int i1, int i2) {
@@ -57,10 +61,12 @@ __device__ __forceinline__ int32_t site_row(const SiteIndex& s, int64_t r) {
   return s.perm ? __ldg(s.perm + r) : int32_t(r);
 }
 
-/// Row of the site (b, i0, i1, i2) or -1 (absent, outside the grid, or dropped by an overflow).
+/// Row of the site (b, i0, i1, i2) or -1 (absent, outside the grid, or dropped by an overflow). Key as in
+/// site_key (uint32_t only when every key of the bitmap fits).
+template <class Key = int64_t>
 __device__ __forceinline__ int32_t site_lookup(const SiteIndex& s, int b, int i0, int i1, int i2) {
   if (!site_in_grid(s, b, i0, i1, i2)) return -1;
-  const int64_t key = site_key(s, b, i0, i1, i2);
+  const Key key = site_key<Key>(s, b, i0, i1, i2);
   const uint64_t word = __ldg(s.bits + (key >> 6));
   if (!((word >> (key & 63)) & 1)) return -1;
   return site_row(s, site_rank(s, key, word));

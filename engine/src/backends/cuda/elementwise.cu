@@ -136,34 +136,42 @@ __global__ void densify_kernel(const DensifyPlan p) {
 // channel one 8-byte store of four outputs.
 constexpr int kDensifyGroups = 4;
 
+// I: index arithmetic (uint32_t when the output's elements and the threads fit 31 bits: the runtime
+// divisions by the output sizes are several times cheaper than 64-bit ones); Key: the bitmap key (site_key).
+template <class I, class Key>
 __global__ void densify4_kernel(const DensifyPlan p) {
   const DensifyArgs& a = p.a;
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   __half* __restrict__ y = static_cast<__half*>(a.y);
-  const int64_t quads = p.npos / 4;
+  const I quads = I(p.npos / 4);
   const int gblocks = (p.groups + kDensifyGroups - 1) / kDensifyGroups;
-  const int64_t total = quads * gblocks;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+  const I total = quads * I(gblocks);
+  I size[5];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) size[j] = I(a.out_size[j]);
+  const I cs = I(p.cs);
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(gridDim.x) * I(blockDim.x)) {
     const int gb = int(t / quads);
-    int64_t rem = (t - int64_t(gb) * quads) * 4;
+    I rem = (t - I(gb) * quads) * 4;
     int q[5] = {0, 0, 0, 0, 0};
-    int64_t off = 0, stride = 1;
+    I off = 0, stride = 1;
 #pragma unroll
     for (int j = 4; j >= 0; --j) {
       if (j == p.jc) {
-        stride *= a.out_size[j];
+        stride *= size[j];
         continue;
       }
-      q[j] = int(rem % a.out_size[j]);
-      rem /= a.out_size[j];
-      off += q[j] * stride;
-      stride *= a.out_size[j];
+      const I next = rem / size[j];
+      q[j] = int(rem - next * size[j]);
+      rem = next;
+      off += I(q[j]) * stride;
+      stride *= size[j];
     }
     int32_t rows[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       int qe[5] = {q[0], q[1], q[2], q[3], q[4] + e};  // axis 4 (innermost output axis) is spatial here
-      rows[e] = site_lookup(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
+      rows[e] = site_lookup<Key>(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
                             src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
     }
     for (int gi = 0; gi < kDensifyGroups; ++gi) {
@@ -184,7 +192,7 @@ __global__ void densify4_kernel(const DensifyPlan p) {
       for (int q = 0; q < 8; ++q) {
         if (c0 + q >= a.channels) break;
         alignas(8) __half o[4] = {v[0][q], v[1][q], v[2][q], v[3][q]};
-        *reinterpret_cast<uint2*>(y + off + int64_t(c0 + q) * p.cs) = *reinterpret_cast<const uint2*>(o);
+        *reinterpret_cast<uint2*>(y + off + I(c0 + q) * cs) = *reinterpret_cast<const uint2*>(o);
       }
     }
   }
@@ -271,7 +279,16 @@ void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
   // innermost output axis spatial and a multiple of 4 wide: 8-byte stores of 4 positions
   if (p.jc != 4 && a.out_size[4] % 4 == 0 && p.cs % 4 == 0) {
     const int64_t threads = p.npos / 4 * ((p.groups + kDensifyGroups - 1) / kDensifyGroups);
-    densify4_kernel<<<grid_for(threads, 256, sm, 16), 256, 0, st>>>(p);
+    const int grid = grid_for(threads, 256, sm, 16);
+    // 32-bit indices: every output element, and a grid stride past the last thread, below 2^31
+    const bool narrow = p.npos * int64_t(p.groups) * 8 + int64_t(grid) * 256 < (int64_t(1) << 31);
+    const bool keys32 = site_keys32(a.sites);
+    if (narrow && keys32)
+      densify4_kernel<uint32_t, uint32_t><<<grid, 256, 0, st>>>(p);
+    else if (keys32)
+      densify4_kernel<int64_t, uint32_t><<<grid, 256, 0, st>>>(p);
+    else
+      densify4_kernel<int64_t, int64_t><<<grid, 256, 0, st>>>(p);
   } else {
     densify_kernel<<<grid_for(total, 256, sm, 16), 256, 0, st>>>(p);
   }

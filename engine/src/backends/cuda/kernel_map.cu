@@ -163,13 +163,10 @@ int map_grid(int64_t cap, int sm) {
 
 bool cube3(const MapGeom& g) { return g.k0 == 3 && g.k1 == 3 && g.k2 == 3; }
 
-/// Every key of the bitmap of `s` fits a 32-bit key.
-bool keys32(const SiteIndex& s) { return s.words < (int64_t(1) << 26); }
-
 /// rows3_map_kernel runs the map: 3x3x3, dilation 1 along the last axis, 32-bit keys, (row, kernel row)
 /// items below 2^31.
 bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
-  return cube3(g) && g.d2 == 1 && keys32(look) && rows.cap * 9 < (int64_t(1) << 31);
+  return cube3(g) && g.d2 == 1 && site_keys32(look) && rows.cap * 9 < (int64_t(1) << 31);
 }
 
 }  // namespace
@@ -178,7 +175,7 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, in
   const int grid = grid_for(s.cap * g.k0 * g.k1, 256, sm, 16);
   if (kind == MapKernel::Rows && rows3(s, g, s))
     rows3_map_kernel<MapMode::Subm><<<grid, 256, 0, st>>>(s, s, g, out_in);
-  else if (kind == MapKernel::Rows && cube3(g) && keys32(s))
+  else if (kind == MapKernel::Rows && cube3(g) && site_keys32(s))
     rows_map_kernel<MapMode::Subm, 3, uint32_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Subm, 3, int64_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
@@ -194,7 +191,7 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
   const int grid = grid_for(out.cap * g.k0 * g.k1, 256, sm, 16);
   if (kind == MapKernel::Rows && rows3(out, g, in))
     rows3_map_kernel<MapMode::Strided><<<grid, 256, 0, st>>>(out, in, g, out_in);
-  else if (kind == MapKernel::Rows && cube3(g) && keys32(in))
+  else if (kind == MapKernel::Rows && cube3(g) && site_keys32(in))
     rows_map_kernel<MapMode::Strided, 3, uint32_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
     rows_map_kernel<MapMode::Strided, 3, int64_t><<<grid, 256, 0, st>>>(out, in, g, out_in);

@@ -17,7 +17,7 @@ namespace {
 
 // The input step in one launch: thread i converts row i's C features into cp padded halves
 // (flagging non-finite values), then validates its coordinates and inserts the site.
-template <bool kFp32>
+template <bool kFp32, class Key>
 __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C, int cp,
                                             __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
   const int64_t n = rows_of(s.count, s.cap);
@@ -50,7 +50,7 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
       record_error(err + kErrRange, i, 0, 0);
       continue;
     }
-    const int64_t key = site_key(s, r.x, r.y, r.z, r.w);
+    const Key key = site_key<Key>(s, r.x, r.y, r.z, r.w);
     const unsigned long long bit = 1ull << (key & 63);
     const unsigned long long old = atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
     if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
@@ -59,6 +59,7 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
 
 // One thread per input row: per axis the offsets that land on an output coordinate (a few
 // divisions per axis instead of per offset), then one bit per (row, offset) combination.
+template <class Key>
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -71,7 +72,7 @@ __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
           const int o0 = (c.y + g.p0 - (__ffs(a) - 1) * g.d0) / g.st0;
           const int o1 = (c.z + g.p1 - (__ffs(b) - 1) * g.d1) / g.st1;
           const int o2 = (c.w + g.p2 - (__ffs(e) - 1) * g.d2) / g.st2;
-          const int64_t key = site_key(out, c.x, o0, o1, o2);
+          const Key key = site_key<Key>(out, c.x, o0, o1, o2);
           const unsigned long long bit = 1ull << (key & 63);
           atomicOr(reinterpret_cast<unsigned long long*>(out.bits + (key >> 6)), bit);
         }
@@ -176,14 +177,15 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
   }
 }
 
+template <class Key>
 __global__ void build_perm_kernel(SiteIndex s) {
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = s.coords[i];
     if (!site_in_grid(s, c.x, c.y, c.z, c.w)) continue;
-    const int64_t key = site_key(s, c.x, c.y, c.z, c.w);
+    const Key key = site_key<Key>(s, c.x, c.y, c.z, c.w);
     const uint64_t word = s.bits[key >> 6];
-    const int64_t r = site_rank(s, key, word);
+    const int64_t r = site_rank(s, int64_t(key), word);
     if (r < s.cap) s.perm[r] = int32_t(i);
   }
 }
@@ -194,10 +196,15 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
                                  SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
   const int g = grid_for(s.cap, 256, sm);
   const int4* ri = reinterpret_cast<const int4*>(raw_indices);
-  if (raw_fp32)
-    input_sites_features_kernel<true><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
+  __half* o = static_cast<__half*>(out);
+  if (raw_fp32 && site_keys32(s))
+    input_sites_features_kernel<true, uint32_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+  else if (raw_fp32)
+    input_sites_features_kernel<true, int64_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+  else if (site_keys32(s))
+    input_sites_features_kernel<false, uint32_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
   else
-    input_sites_features_kernel<false><<<g, 256, 0, st>>>(ri, raw, C, cp, static_cast<__half*>(out), s, err);
+    input_sites_features_kernel<false, int64_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -205,7 +212,10 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
   SCN_CHECK(g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis,
             "strided convolution kernels larger than ", kMaxTapsPerAxis,
             " per axis are not supported by the CUDA backend");
-  strided_mark_kernel<<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
+  if (site_keys32(out))
+    strided_mark_kernel<uint32_t><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
+  else
+    strided_mark_kernel<int64_t><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -229,7 +239,10 @@ void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st) {
 }
 
 void launch_build_perm(SiteIndex s, int sm, cudaStream_t st) {
-  build_perm_kernel<<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
+  if (site_keys32(s))
+    build_perm_kernel<uint32_t><<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
+  else
+    build_perm_kernel<int64_t><<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
   SCN_CUDA_LAUNCHED();
 }
 
