@@ -107,6 +107,21 @@ Ranges fp32_ranges(EngineBuilder (*make)(const Ranges*), const test::SparseInput
   return r;
 }
 
+/// A random input, a graph calibrated on it (fp32_ranges) and the CPU INT8 engine's result: what the GPU
+/// engines of a test are compared with.
+struct CpuReference {
+  test::SparseInput in;
+  EngineBuilder b;
+  RunResult rc;
+};
+CpuReference cpu_reference(EngineBuilder (*make)(const Ranges*), int64_t n, uint64_t seed) {
+  test::SparseInput in = random_input(n, 4, test::int8graphs::kGrid, 1, seed);
+  const Ranges r = fp32_ranges(make, in);
+  EngineBuilder b = make(&r);
+  RunResult rc = run(*b.build(int8_options(Backend::Cpu)), {in});
+  return CpuReference{std::move(in), std::move(b), std::move(rc)};
+}
+
 /// Outputs of the two engines, sparse ones aligned to the CPU's rows, as floats.
 std::vector<std::vector<float>> outputs_as_cpu(const RunResult& g, const RunResult& c, const Graph& graph) {
   std::vector<std::vector<float>> out;
@@ -145,11 +160,10 @@ void expect_bitwise_and_nonzero(const std::vector<std::vector<float>>& got, cons
 TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
   SCN_REQUIRE_CUDA();
   for (uint64_t seed : {3u, 4u}) {
-    const test::SparseInput in = random_input(seed == 3 ? 1500 : 3500, 4, test::int8graphs::kGrid, 1, seed);
-    const Ranges r = fp32_ranges(int8_chain, in);
-    const EngineBuilder b = int8_chain(&r);
-    auto cpu = b.build(int8_options(Backend::Cpu));
-    const RunResult rc = run(*cpu, {in});
+    const CpuReference ref = cpu_reference(int8_chain, seed == 3 ? 1500 : 3500, seed);
+    const test::SparseInput& in = ref.in;
+    const EngineBuilder& b = ref.b;
+    const RunResult& rc = ref.rc;
     // tuned engines: the int8 osplit kernel on its six layers of osplit's shapes (offset_groups 2, on any
     // GPU; the tiles left out of tuning), the tiles only (offset_groups 1), and the default (the faster
     // of both per layer); then every int8 tile config forced (configs that do not fit a layer fall back
@@ -228,13 +242,11 @@ EngineBuilder unfused_graph(const Ranges* r) {
 
 TEST(CudaInt8, UnfusedAddAndReluMatchTheCpu) {
   SCN_REQUIRE_CUDA();
-  const test::SparseInput in = random_input(2500, 4, test::int8graphs::kGrid, 1, 14);
-  const Ranges r = fp32_ranges(unfused_graph, in);
-  const EngineBuilder b = unfused_graph(&r);
-  auto cpu = b.build(int8_options(Backend::Cpu));
+  const CpuReference ref = cpu_reference(unfused_graph, 2500, 14);
+  const EngineBuilder& b = ref.b;
+  const RunResult& rc = ref.rc;
   auto gpu = b.build(int8_options(Backend::Cuda));
-  const RunResult rc = run(*cpu, {in});
-  const RunResult rg = run(*gpu, {in});
+  const RunResult rg = run(*gpu, {ref.in});
   int adds = 0, relus = 0;
   for (const auto& l : gpu->profile_layers()) {
     adds += l.op == "Add";
@@ -247,17 +259,14 @@ TEST(CudaInt8, UnfusedAddAndReluMatchTheCpu) {
 
 TEST(CudaInt8, MapKernelAndMapStreamDoNotChangeResults) {
   SCN_REQUIRE_CUDA();
-  const test::SparseInput in = random_input(3000, 4, test::int8graphs::kGrid, 1, 12);
-  const Ranges r = fp32_ranges(int8_chain, in);
-  const EngineBuilder b = int8_chain(&r);
-  auto cpu = b.build(int8_options(Backend::Cpu));
-  const RunResult rc = run(*cpu, {in});
+  const CpuReference ref = cpu_reference(int8_chain, 3000, 12);
+  const RunResult& rc = ref.rc;
   BuildOptions o = int8_options(Backend::Cuda);
   o.cuda.map_kernel = CudaMapKernel::General;
   o.cuda.map_lookahead = 0;
-  auto gpu = b.build(o);
-  const RunResult rg = run(*gpu, {in});
-  const auto got = outputs_as_cpu(rg, rc, b.graph());
+  auto gpu = ref.b.build(o);
+  const RunResult rg = run(*gpu, {ref.in});
+  const auto got = outputs_as_cpu(rg, rc, ref.b.graph());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(count_differ(got[k], to_floats(rc.outputs[k])), 0) << k;
 }
 
@@ -342,11 +351,10 @@ TEST(CudaInt8, DeterministicRunToRunAndEngineToEngine) {
 // applied as written, and the engine stays bitwise the CPU's; an fp16 conv name there is refused.
 TEST(CudaInt8, TuningCacheKeepsTheInt8KernelOfEachLayer) {
   SCN_REQUIRE_CUDA();
-  const test::SparseInput in = random_input(2500, 4, test::int8graphs::kGrid, 1, 12);
-  const Ranges r = fp32_ranges(int8_chain, in);
-  const EngineBuilder b = int8_chain(&r);
-  auto cpu = b.build(int8_options(Backend::Cpu));
-  const RunResult rc = run(*cpu, {in});
+  const CpuReference ref = cpu_reference(int8_chain, 2500, 12);
+  const test::SparseInput& in = ref.in;
+  const EngineBuilder& b = ref.b;
+  const RunResult& rc = ref.rc;
   const std::string path = testing::TempDir() + "scn_int8_tuning_cache_test.tune";
   std::remove(path.c_str());
   BuildOptions o = int8_options(Backend::Cuda);
