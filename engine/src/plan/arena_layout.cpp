@@ -126,6 +126,14 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
     }
     bytes[size_t(r)] = std::max(bytes[size_t(r)], b);
   }
+  // A densify's output is alive from its input's writer on: the densify launches programmatically after that
+  // conv and stores zeros while it runs (backends/cuda/elementwise.cu), so the two must not share bytes.
+  for (const auto& [node, out] : fu.densify_out) {
+    const int in_v = g.nodes[size_t(node)].inputs[0];
+    const int w = fu.written_by[size_t(in_v)];
+    const int r = in.groups->root(out);
+    if (w >= 0 && first[size_t(r)] != INT_MAX) first[size_t(r)] = std::min(first[size_t(r)], w);
+  }
   // Values read through a Reshape view: their group lives as long as the view's readers.
   for (size_t v = 0; v < nv; ++v) {
     const int r = in.groups->root(int(v));

@@ -2,6 +2,8 @@
 // fused densify (ScatterDense + Transpose folded, zeros written in the same pass), generic
 // permutation and the compaction of padded sparse outputs.
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/per_device.h"
+#include "backends/cuda/ptx.cuh"
 
 namespace scn::cuda {
 
@@ -117,6 +119,7 @@ __global__ void densify_kernel(const DensifyPlan p) {
                                     src_coord(q, a.out_axis, 3), src_coord(q, a.out_axis, 4));
     const int c0 = g * 8;
     alignas(16) __half v[8];
+    ptx::grid_dependency_wait();  // launched programmatically: x is the previous kernel's output
     if (row >= 0) {
       *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(x + int64_t(row) * a.cp + c0);
     } else {
@@ -133,7 +136,10 @@ __global__ void densify_kernel(const DensifyPlan p) {
 // Four consecutive positions of the innermost output axis (a spatial axis) and up to
 // kDensifyGroups channel groups of 8 per thread: four lookups (the site lookup is the costly part,
 // and it does not depend on the channel), then per channel group four 16-byte row reads and per
-// channel one 8-byte store of four outputs.
+// channel one 8-byte store of four outputs. Launched programmatically after the conv that writes x
+// (launch_densify), a thread looks its sites up and stores the zeros of four empty positions while
+// that conv still runs; it waits for the conv only before reading x (the site index is the map
+// stream's, and the arena keeps y apart from the conv's buffers: arena_layout.cpp).
 constexpr int kDensifyGroups = 4;
 
 // I: index arithmetic (uint32_t when the output's elements and the threads fit 31 bits: the runtime
@@ -172,8 +178,9 @@ __global__ void densify4_kernel(const DensifyPlan p) {
     for (int e = 0; e < 4; ++e) {
       int qe[5] = {q[0], q[1], q[2], q[3], q[4] + e};  // axis 4 (innermost output axis) is spatial here
       rows[e] = site_lookup<Key>(a.sites, src_coord(qe, a.out_axis, 0), src_coord(qe, a.out_axis, 2),
-                            src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
+                                 src_coord(qe, a.out_axis, 3), src_coord(qe, a.out_axis, 4));
     }
+    if (rows[0] >= 0 || rows[1] >= 0 || rows[2] >= 0 || rows[3] >= 0) ptx::grid_dependency_wait();
     for (int gi = 0; gi < kDensifyGroups; ++gi) {
       const int g = gb * kDensifyGroups + gi;
       if (g >= p.groups) break;
@@ -262,7 +269,42 @@ void launch_zero_columns(void* y, int yp, int c0, const int* count, int64_t cap,
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
+namespace {
+
+/// The current device runs this file's kernels from an image with griddepcontrol (sm_90 or newer), so they
+/// may launch programmatically (every kernel of the file is compiled for the same architectures).
+bool pdl_image() {
+  static PerDevice<bool> has;
+  return has.get_or_make(current_cuda_device(), [] {
+    cudaFuncAttributes fa{};
+    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(densify_kernel)));
+    return fa.binaryVersion >= 90;
+  });
+}
+
+/// Launches `kernel` on (grid, 256) with one argument, programmatically (PDL) when asked and the image
+/// allows it, else in stream order.
+template <class Arg>
+void launch_maybe_pdl(void (*kernel)(Arg), int grid, cudaStream_t st, bool pdl, const Arg& arg) {
+  if (!pdl || !pdl_image()) {
+    kernel<<<grid, 256, 0, st>>>(arg);
+    return;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(256);
+  cfg.stream = st;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, arg));
+}
+
+}  // namespace
+
+void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st, bool pdl) {
   DensifyPlan p;
   p.a = a;
   p.jc = 0;
@@ -284,13 +326,13 @@ void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st) {
     const bool narrow = p.npos * int64_t(p.groups) * 8 + int64_t(grid) * 256 < (int64_t(1) << 31);
     const bool keys32 = site_keys32(a.sites);
     if (narrow && keys32)
-      densify4_kernel<uint32_t, uint32_t><<<grid, 256, 0, st>>>(p);
+      launch_maybe_pdl(densify4_kernel<uint32_t, uint32_t>, grid, st, pdl, p);
     else if (keys32)
-      densify4_kernel<int64_t, uint32_t><<<grid, 256, 0, st>>>(p);
+      launch_maybe_pdl(densify4_kernel<int64_t, uint32_t>, grid, st, pdl, p);
     else
-      densify4_kernel<int64_t, int64_t><<<grid, 256, 0, st>>>(p);
+      launch_maybe_pdl(densify4_kernel<int64_t, int64_t>, grid, st, pdl, p);
   } else {
-    densify_kernel<<<grid_for(total, 256, sm, 16), 256, 0, st>>>(p);
+    launch_maybe_pdl(densify_kernel, grid_for(total, 256, sm, 16), st, pdl, p);
   }
   SCN_CUDA_LAUNCHED();
 }

@@ -233,7 +233,11 @@ struct DensifyArgs {
   int out_axis[5];    ///< source axis of each output axis (0 b, 1 c, 2 i0, 3 i1, 4 i2)
   int64_t out_size[5];
 };
-void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st);
+/// `pdl`: as a programmatic dependent launch (sm_90 images): the kernel looks its sites up and stores the
+/// zeros of empty positions before it waits for the kernel before it on `st`, which may write a.x but
+/// neither a.sites nor a.y (the engine passes true after a conv, with y kept apart from that conv's
+/// buffers by the arena plan).
+void launch_densify(const DensifyArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 
 /// Generic dense permutation of up to 8 axes: y[i] = x[sum_d idx_d(i) * src_stride[d]] where
 /// idx_d(i) are the coordinates of i in out_shape.

@@ -385,7 +385,7 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
         d.out_axis[j] = perm[size_t(j)];
         d.out_size[j] = shape[size_t(j)];
       }
-      launch_densify(d, sm_count_, s);
+      launch_densify(d, sm_count_, s, pdl);
       return;
     }
     case StepKind::Convert: {
