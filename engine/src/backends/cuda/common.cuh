@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <utility>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
@@ -19,6 +20,25 @@ inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
   const int64_t most = int64_t(sm_count) * per_sm;
   const int64_t g = need < most ? need : most;
   return g < 1 ? 1 : int(g);
+}
+
+/// Launches `kernel` as a programmatic dependent launch (PDL; the caller checked that the device image has
+/// griddepcontrol, sm_90 or newer): it may start while the kernel before it on `st` runs, and waits
+/// (griddepcontrol.wait) before it reads what that kernel writes.
+template <class... Params, class... Args>
+void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                         Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 /// Every key of the bitmap of `s` fits a 32-bit key: fewer than 2^26 words (site_key<uint32_t> takes several

@@ -286,20 +286,10 @@ bool pdl_image() {
 /// allows it, else in stream order.
 template <class Arg>
 void launch_maybe_pdl(void (*kernel)(Arg), int grid, cudaStream_t st, bool pdl, const Arg& arg) {
-  if (!pdl || !pdl_image()) {
+  if (pdl && pdl_image())
+    launch_programmatic(kernel, dim3(unsigned(grid)), dim3(256), 0, st, arg);
+  else
     kernel<<<grid, 256, 0, st>>>(arg);
-    return;
-  }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(256);
-  cfg.stream = st;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, arg));
 }
 
 }  // namespace

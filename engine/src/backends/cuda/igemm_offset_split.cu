@@ -167,21 +167,10 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
   const int64_t resident = int64_t(sm_count) * blocks_per_sm;
   const int64_t gx = need < resident ? need : resident;
   const unsigned blocks = unsigned(gx < 1 ? 1 : gx), threads = unsigned(in.cfg.warps * 32);
-  if (!(pdl && lim.pdl[size_t(id)])) {
+  if (pdl && lim.pdl[size_t(id)])
+    launch_programmatic(in.kernel, dim3(blocks), dim3(threads), in.smem, st, a);
+  else
     in.kernel<<<blocks, threads, in.smem, st>>>(a);
-  } else {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = in.smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel, a));
-  }
   SCN_CUDA_LAUNCHED();
 }
 
