@@ -25,9 +25,10 @@ namespace scn {
 
 struct GraphAnalysis;  // engine/src/graph/analysis.h
 
-/// When a convolution lets the next one launch programmatically (sm_90, maps on the map stream).
+/// When a convolution lets the next one launch programmatically (sm_90, maps on the map stream). Any
+/// value but Off also chains the site-index and map kernels of the input and map steps programmatically.
 enum class CudaProgrammaticLaunch {
-  Off = 0,            ///< plain stream order
+  Off = 0,            ///< plain stream order for every kernel
   LastTileStart = 1,  ///< at the start of each block's last tile
   LastEpilogue = 2,   ///< at the epilogue of each block's last tile (default: leaves the map stream room)
 };

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/ptx.cuh"
 #include "scn/error.h"
 
 namespace scn::cuda {
@@ -22,9 +23,13 @@ inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
   return g < 1 ? 1 : int(g);
 }
 
-/// Launches `kernel` as a programmatic dependent launch (PDL; the caller checked that the device image has
-/// griddepcontrol, sm_90 or newer): it may start while the kernel before it on `st` runs, and waits
-/// (griddepcontrol.wait) before it reads what that kernel writes.
+/// The current GPU runs the backend's kernels from an image with griddepcontrol (compiled for sm_90 or
+/// newer), so they may launch programmatically (launch.cu; one answer per device).
+bool pdl_image();
+
+/// Launches `kernel` as a programmatic dependent launch (PDL; the caller checked pdl_image()): it may start
+/// while the kernel before it on `st` runs, and waits (griddepcontrol.wait) before it reads what that
+/// kernel writes.
 template <class... Params, class... Args>
 void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                          Args&&... args) {
@@ -41,9 +46,38 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, size_
   SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
+/// Launches `kernel` programmatically when `pdl` is asked and the image has griddepcontrol, else in stream
+/// order.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, bool pdl,
+                   Args&&... args) {
+  if (pdl && pdl_image())
+    launch_programmatic(kernel, grid, block, smem, st, std::forward<Args>(args)...);
+  else
+    kernel<<<grid, block, smem, st>>>(std::forward<Args>(args)...);
+}
+
+/// First statement of a site-index or map kernel, which may launch programmatically (launch_kernel): waits
+/// for the kernel before it on the stream (complete, its writes visible), then lets the kernel after it
+/// launch, whose blocks take the SM room this grid's blocks leave and wait likewise. Both are no-ops in a
+/// grid launched in stream order.
+__device__ __forceinline__ void wait_previous_kernel() {
+  ptx::grid_dependency_wait();
+  ptx::grid_launch_dependents();
+}
+
 /// Every key of the bitmap of `s` fits a 32-bit key: fewer than 2^26 words (site_key<uint32_t> takes several
 /// instructions fewer per key than 64-bit keys).
 inline bool site_keys32(const SiteIndex& s) { return s.words < (int64_t(1) << 26); }
+
+/// Calls f(Key{}) with the key type of the bitmap of `s`: uint32_t where site_keys32, else int64_t.
+template <class F>
+void with_site_key(const SiteIndex& s, F&& f) {
+  if (site_keys32(s))
+    f(uint32_t{});
+  else
+    f(int64_t{});
+}
 
 /// Bitmap key of a site, in `Key` (int64_t; uint32_t where every key of the bitmap fits 32 bits).
 template <class Key = int64_t>

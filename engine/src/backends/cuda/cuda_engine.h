@@ -233,6 +233,8 @@ class CudaEngine final : public Engine {
   std::shared_ptr<const EnginePlan> plan_;
   FramePlan frame_;  ///< grids, batch and shapes the arena is planned for
   const CudaOptions& opt() const { return options_.cuda; }
+  /// Kernels may launch programmatically: CudaOptions::programmatic_launch is on and the GPU has it (sm_90).
+  bool programmatic() const { return opt().programmatic_launch != CudaProgrammaticLaunch::Off && cc_major_ >= 9; }
 
   int device_ = 0;
   int sm_count_ = 1;

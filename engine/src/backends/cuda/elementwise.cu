@@ -2,7 +2,6 @@
 // fused densify (ScatterDense + Transpose folded, zeros written in the same pass), generic
 // permutation and the compaction of padded sparse outputs.
 #include "backends/cuda/common.cuh"
-#include "backends/cuda/per_device.h"
 #include "backends/cuda/ptx.cuh"
 
 namespace scn::cuda {
@@ -269,31 +268,6 @@ void launch_zero_columns(void* y, int yp, int c0, const int* count, int64_t cap,
   SCN_CUDA_LAUNCHED();
 }
 
-namespace {
-
-/// The current device runs this file's kernels from an image with griddepcontrol (sm_90 or newer), so they
-/// may launch programmatically (every kernel of the file is compiled for the same architectures).
-bool pdl_image() {
-  static PerDevice<bool> has;
-  return has.get_or_make(current_cuda_device(), [] {
-    cudaFuncAttributes fa{};
-    SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(densify_kernel)));
-    return fa.binaryVersion >= 90;
-  });
-}
-
-/// Launches `kernel` on (grid, 256) with one argument, programmatically (PDL) when asked and the image
-/// allows it, else in stream order.
-template <class Arg>
-void launch_maybe_pdl(void (*kernel)(Arg), int grid, cudaStream_t st, bool pdl, const Arg& arg) {
-  if (pdl && pdl_image())
-    launch_programmatic(kernel, dim3(unsigned(grid)), dim3(256), 0, st, arg);
-  else
-    kernel<<<grid, 256, 0, st>>>(arg);
-}
-
-}  // namespace
-
 void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st, bool pdl) {
   DensifyPlan p;
   p.a = a;
@@ -316,13 +290,13 @@ void launch_densify(const DensifyArgs& a, int sm, cudaStream_t st, bool pdl) {
     const bool narrow = p.npos * int64_t(p.groups) * 8 + int64_t(grid) * 256 < (int64_t(1) << 31);
     const bool keys32 = site_keys32(a.sites);
     if (narrow && keys32)
-      launch_maybe_pdl(densify4_kernel<uint32_t, uint32_t>, grid, st, pdl, p);
+      launch_kernel(densify4_kernel<uint32_t, uint32_t>, unsigned(grid), 256, 0, st, pdl, p);
     else if (keys32)
-      launch_maybe_pdl(densify4_kernel<int64_t, uint32_t>, grid, st, pdl, p);
+      launch_kernel(densify4_kernel<int64_t, uint32_t>, unsigned(grid), 256, 0, st, pdl, p);
     else
-      launch_maybe_pdl(densify4_kernel<int64_t, int64_t>, grid, st, pdl, p);
+      launch_kernel(densify4_kernel<int64_t, int64_t>, unsigned(grid), 256, 0, st, pdl, p);
   } else {
-    launch_maybe_pdl(densify_kernel, grid_for(total, 256, sm, 16), st, pdl, p);
+    launch_kernel(densify_kernel, unsigned(grid_for(total, 256, sm, 16)), 256, 0, st, pdl, p);
   }
   SCN_CUDA_LAUNCHED();
 }

@@ -91,7 +91,6 @@ std::vector<OsplitInstance>& instances() {
 /// What a launch needs to know of each config on one GPU (osplit_init).
 struct LaunchLimits {
   std::vector<int> blocks_per_sm;  ///< 0: the config does not fit this GPU's shared memory
-  std::vector<bool> pdl;           ///< the device image has griddepcontrol (sm_90 or newer)
 };
 
 PerDevice<LaunchLimits>& limits() {
@@ -133,7 +132,6 @@ void osplit_init() {
     const std::vector<OsplitInstance>& all = instances();
     LaunchLimits l;
     l.blocks_per_sm.assign(all.size(), 0);  // a config wider than this GPU's shared memory is never offered
-    l.pdl.assign(all.size(), false);
     for (size_t i = 0; i < all.size(); ++i) {
       const OsplitInstance& in = all[i];
       if (in.smem > size_t(smem_optin)) continue;
@@ -142,9 +140,6 @@ void osplit_init() {
       int bps = 0;
       SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.cfg.warps * 32, in.smem));
       l.blocks_per_sm[i] = bps;
-      cudaFuncAttributes fa{};
-      SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
-      l.pdl[i] = fa.binaryVersion >= 90;
     }
     return l;
   });
@@ -167,10 +162,7 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
   const int64_t resident = int64_t(sm_count) * blocks_per_sm;
   const int64_t gx = need < resident ? need : resident;
   const unsigned blocks = unsigned(gx < 1 ? 1 : gx), threads = unsigned(in.cfg.warps * 32);
-  if (pdl && lim.pdl[size_t(id)])
-    launch_programmatic(in.kernel, dim3(blocks), dim3(threads), in.smem, st, a);
-  else
-    in.kernel<<<blocks, threads, in.smem, st>>>(a);
+  launch_kernel(in.kernel, dim3(blocks), dim3(threads), in.smem, st, pdl, a);
   SCN_CUDA_LAUNCHED();
 }
 

@@ -45,7 +45,6 @@ std::vector<Instance>& instances() {
 struct LaunchLimits {
   std::vector<int> blocks_per_sm;  ///< occupancy calculator (at least 1)
   std::vector<int> max_clusters;   ///< split > 1: clusters of `split` CTAs the GPU holds at once; else 0
-  std::vector<bool> pdl;           ///< the device image waits for its predecessor: may launch programmatically
 };
 
 PerDevice<LaunchLimits>& limits() {
@@ -136,7 +135,6 @@ void igemm_init() {
     LaunchLimits l;
     l.blocks_per_sm.assign(all.size(), 1);
     l.max_clusters.assign(all.size(), 0);
-    l.pdl.assign(all.size(), false);
     for (size_t i = 0; i < all.size(); ++i) {
       const Instance& in = all[i];
       // sm_90a code has no image for other GPUs (igemm_config_fits never picks it there)
@@ -146,10 +144,6 @@ void igemm_init() {
       int bps = 0;
       SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, in.threads, in.smem));
       l.blocks_per_sm[i] = bps < 1 ? 1 : bps;
-      // the device image has the griddepcontrol instructions only when compiled for sm_90 or newer
-      cudaFuncAttributes fa{};
-      SCN_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
-      l.pdl[i] = fa.binaryVersion >= 90;
       if (in.cfg.split > 1) {
         // a cluster needs `split` SMs of one GPC with room for a block each, so fewer clusters may fit than
         // blocks_per_sm * SMs / split; the persistent grid must not exceed what is resident at once
@@ -179,7 +173,7 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool
   if (resident < 1) resident = 1;
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
-  pdl = pdl && lim.pdl[size_t(id)];
+  pdl = pdl && pdl_image();
   if (split == 1 && !pdl) {
     in.kernel<<<grid, in.threads, in.smem, st>>>(a);
   } else {

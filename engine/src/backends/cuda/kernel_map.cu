@@ -22,6 +22,7 @@ enum class MapMode { Subm, Strided, Inverse };
 template <MapMode M>
 __global__ void __launch_bounds__(32 * kRowsPerBlock)
     map_kernel(SiteIndex rows, SiteIndex look, MapGeom g, int32_t* __restrict__ out_in) {
+  wait_previous_kernel();
   const int K = g.K();
   const int64_t n = rows_of(rows.count, rows.cap);
   // rows are warp-uniform: every lane of a warp runs the same number of iterations
@@ -63,6 +64,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 // case: 64-bit keys cost several instructions per multiply and compare), else 64-bit.
 template <MapMode M, int KS, typename Key>
 __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  wait_previous_kernel();
   static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
   const int k0 = KS ? KS : g.k0, k1 = KS ? KS : g.k1, k2 = KS ? KS : g.k2;
   const int K = k0 * k1 * k2;
@@ -111,6 +113,7 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
 // base -> rows: four), in 32-bit index and rank arithmetic (ranks are below cap < 2^31).
 template <MapMode M>
 __global__ void rows3_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
+  wait_previous_kernel();
   const uint32_t total = uint32_t(rows_of(rows.count, rows.cap)) * 9u;
   const uint32_t cap = uint32_t(s.cap);
   for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
@@ -171,39 +174,42 @@ bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
 
 }  // namespace
 
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st) {
-  const int grid = grid_for(s.cap * g.k0 * g.k1, 256, sm, 16);
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st, bool pdl) {
+  const unsigned grid = unsigned(grid_for(s.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(s, g, s))
-    rows3_map_kernel<MapMode::Subm><<<grid, 256, 0, st>>>(s, s, g, out_in);
+    launch_kernel(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g) && site_keys32(s))
-    rows_map_kernel<MapMode::Subm, 3, uint32_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 3, uint32_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
-    rows_map_kernel<MapMode::Subm, 3, int64_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 3, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else if (kind == MapKernel::Rows)
-    rows_map_kernel<MapMode::Subm, 0, int64_t><<<grid, 256, 0, st>>>(s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 0, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else
-    map_kernel<MapMode::Subm><<<map_grid(s.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(s, s, g, out_in);
+    launch_kernel(map_kernel<MapMode::Subm>, unsigned(map_grid(s.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, s, s,
+                  g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm,
-                        cudaStream_t st) {
-  const int grid = grid_for(out.cap * g.k0 * g.k1, 256, sm, 16);
+                        cudaStream_t st, bool pdl) {
+  const unsigned grid = unsigned(grid_for(out.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(out, g, in))
-    rows3_map_kernel<MapMode::Strided><<<grid, 256, 0, st>>>(out, in, g, out_in);
+    launch_kernel(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g) && site_keys32(in))
-    rows_map_kernel<MapMode::Strided, 3, uint32_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 3, uint32_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else if (kind == MapKernel::Rows && cube3(g))
-    rows_map_kernel<MapMode::Strided, 3, int64_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 3, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else if (kind == MapKernel::Rows)
-    rows_map_kernel<MapMode::Strided, 0, int64_t><<<grid, 256, 0, st>>>(out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 0, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else
-    map_kernel<MapMode::Strided><<<map_grid(out.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(out, in, g, out_in);
+    launch_kernel(map_kernel<MapMode::Strided>, unsigned(map_grid(out.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl,
+                  out, in, g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st) {
-  map_kernel<MapMode::Inverse><<<map_grid(in.cap, sm), dim3(32, kRowsPerBlock), 0, st>>>(in, out, g, out_in);
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st, bool pdl) {
+  launch_kernel(map_kernel<MapMode::Inverse>, unsigned(map_grid(in.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, in,
+                out, g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 

@@ -71,6 +71,8 @@ struct MapGeom {
 };
 
 // ---- site_index.cu ----------------------------------------------------------------------------
+// `pdl` (here and in kernel_map.cu): launch programmatically (launch_kernel, common.cuh); each of these
+// kernels first waits for the kernel before it on the stream, so any predecessor is safe.
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
 /// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
 /// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`.
@@ -80,11 +82,11 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, cudaStream_t st);
 /// Popcount prefix of out.bits; `block_tmp` holds rank_blocks(words) uint32. When `set_count`,
 /// writes min(total, cap) to *out.count and records an overflow for the node in `err`.
-void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int sm_count, cudaStream_t st);
+void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int sm_count, cudaStream_t st, bool pdl = false);
 /// Generated sets: coords[rank] = site for every set bit.
-void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st);
+void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st, bool pdl = false);
 /// Input sets: perm[rank(row's site)] = row.
-void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
+void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st, bool pdl = false);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
 /// Which kernel builds submanifold and strided maps (both give bitwise the same map): by kernel rows
@@ -93,13 +95,15 @@ void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st);
 /// tests compare the row-wise kernels with (CudaOptions::map_kernel).
 enum class MapKernel { Rows, General };
 /// out_in[o*K + k] for a submanifold map on site set s.
-void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm_count, cudaStream_t st);
+void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm_count, cudaStream_t st,
+                     bool pdl = false);
 /// out_in[o*K + k] for a strided conv: output set `out`, input set `in`.
 void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, MapKernel kind, int sm_count,
-                        cudaStream_t st);
+                        cudaStream_t st, bool pdl = false);
 /// out_in[i*K + k] for an inverse conv: rows i of `in` (the strided conv's input set) and their
 /// strided outputs in `out` (looked up).
-void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count, cudaStream_t st);
+void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm_count, cudaStream_t st,
+                        bool pdl = false);
 
 // ---- implicit_gemm.cu -------------------------------------------------------------------------
 enum class Act : int { None = 0, ReLU = 1, Sigmoid = 2, LeakyReLU = 3 };

@@ -263,8 +263,9 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
   return a;
 }
 
-/// Enqueues one step on `s`. `pdl`: a conv may launch programmatically (launch_igemm), i.e. the
-/// kernel before it on `s` did not write its map (maps on the map stream).
+/// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — a conv when the kernel
+/// before it on `s` did not write its map (maps on the map stream; launch_igemm), the site-index and map
+/// kernels of input and map steps always (each waits for its predecessor first thing, common.cuh).
 void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
   const Graph& g = *graph_;
   const GraphAnalysis& ana = an();
@@ -276,8 +277,9 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
       SCN_CUDA_CHECK(cudaMemsetAsync(si.dev.bits, 0, size_t(si.words) * 8, s));
       launch_input_sites_features(in.raw_idx.get<int32_t>(), in.raw_feat.get(), in.raw_fp32, in.channels,
                                   int(round_up16(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s);
-      launch_rank(si.dev, false, nullptr, sm_count_, s);
-      launch_build_perm(si.dev, sm_count_, s);
+      // the first kernel after the memset launches in stream order (nothing to overlap)
+      launch_rank(si.dev, false, nullptr, sm_count_, s, pdl);
+      launch_build_perm(si.dev, sm_count_, s, pdl);
       return;
     }
     case StepKind::Map: {
@@ -286,22 +288,23 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
       int32_t* out_in = map_ptr_[size_t(st.slot)];
       switch (m.kind) {
         case MapKind::Subm:
-          launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s);
+          launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s,
+                          pdl);
           break;
         case MapKind::Strided: {
           SiteInfo& in = sites_[size_t(m.in_sites)];
           SiteInfo& out = sites_[size_t(m.out_sites)];
           SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
           launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
-          launch_rank(out.dev, true, err_of(st.node), sm_count_, s);
-          launch_emit_coords(out.dev, sm_count_, s);
-          launch_strided_map(in.dev, out.dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s);
+          launch_rank(out.dev, true, err_of(st.node), sm_count_, s, pdl);
+          launch_emit_coords(out.dev, sm_count_, s, pdl);
+          launch_strided_map(in.dev, out.dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s, pdl);
           break;
         }
         case MapKind::Inverse: {
           const MapSlot& src = ana.maps[size_t(m.source_slot)];
           launch_inverse_map(sites_[size_t(src.in_sites)].dev, sites_[size_t(src.out_sites)].dev, geom, out_in,
-                             sm_count_, s);
+                             sm_count_, s, pdl);
           break;
         }
       }

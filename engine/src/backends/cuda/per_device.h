@@ -1,5 +1,5 @@
 // A table computed once per CUDA device and immutable afterwards. The kernels' launch limits
-// (blocks per SM, resident clusters, programmatic launch) differ between the GPUs of one process, and
+// (blocks per SM, resident clusters) and whether the image has programmatic launches differ between the GPUs of one process, and
 // engines on other threads launch from them while a new engine prepares its device: so each device
 // gets its own table, written once under a lock and then only read (lock-free).
 #pragma once

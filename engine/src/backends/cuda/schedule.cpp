@@ -103,8 +103,10 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   // Map builds on the side stream, released at their release node, joined before their first conv,
   // except the first map: the first conv needs it at once, so it is built on `s`, beside the map
   // stream's start on the next maps. Convs launch programmatically (launch_igemm) unless the kernel
-  // before them on `s` wrote their map.
-  const bool pdl = opt().programmatic_launch != CudaProgrammaticLaunch::Off && cc_major_ >= 9;
+  // before them on `s` wrote their map; so do the input step's and the first map's site-index and map
+  // kernels. The map stream's kernels launch in stream order: launched early, their waiting blocks would
+  // hold SM room beside the convs (docs/benchmarks.md, session 20).
+  const bool pdl = programmatic();
   const int inline_map = map_order_.empty() ? -1 : map_order_[0];
   // A strided first map generates its output sites on `s`: a map reading those sites (the next
   // level's, or the inverse of that conv) is released only after it, or it would read them unbuilt.
@@ -139,7 +141,7 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
     }
     if (st.kind == StepKind::Map) {
       if (st.slot == inline_map) {
-        run_step(st, s);
+        run_step(st, s, pdl);
         map_just_built = true;
         inline_done = true;
         release_up_to(st.node);

@@ -61,6 +61,7 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
 // divisions per axis instead of per offset), then one bit per (row, offset) combination.
 template <class Key>
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
+  wait_previous_kernel();
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
@@ -84,6 +85,7 @@ constexpr int kRankThreads = 256;
 static_assert(kRankThreads * 4 == kRankBlock, "rank block layout");
 
 __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
+  wait_previous_kernel();
   using Scan = cub::BlockScan<uint32_t, kRankThreads>;
   __shared__ typename Scan::TempStorage scan;
   const int64_t base = int64_t(blockIdx.x) * kRankBlock + threadIdx.x * 4;
@@ -112,6 +114,7 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
 constexpr int kRankBlocksThreads = 256;
 __global__ void __launch_bounds__(kRankBlocksThreads)
     rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err) {
+  wait_previous_kernel();
   using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
   __shared__ typename Scan::TempStorage scan;
   const int64_t per = (nblocks + blockDim.x - 1) / blockDim.x;
@@ -148,6 +151,7 @@ __device__ __forceinline__ int4 key_coords(const SiteIndex& s, K key) {
 // each. A dense word (the deep levels are mostly full) costs two steps of the warp instead of 64
 // serial ones of one thread; small groups spread the few, dense words of deep levels over more warps.
 __global__ void emit_coords_kernel(SiteIndex s, int group) {
+  wait_previous_kernel();
   const int lane = int(threadIdx.x & 31);
   const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
   // keys below 2^32 decode with 32-bit divisions
@@ -179,6 +183,7 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
 
 template <class Key>
 __global__ void build_perm_kernel(SiteIndex s) {
+  wait_previous_kernel();
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = s.coords[i];
@@ -197,14 +202,13 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
   const int g = grid_for(s.cap, 256, sm);
   const int4* ri = reinterpret_cast<const int4*>(raw_indices);
   __half* o = static_cast<__half*>(out);
-  if (raw_fp32 && site_keys32(s))
-    input_sites_features_kernel<true, uint32_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
-  else if (raw_fp32)
-    input_sites_features_kernel<true, int64_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
-  else if (site_keys32(s))
-    input_sites_features_kernel<false, uint32_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
-  else
-    input_sites_features_kernel<false, int64_t><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+  with_site_key(s, [&](auto k) {
+    using Key = decltype(k);
+    if (raw_fp32)
+      input_sites_features_kernel<true, Key><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+    else
+      input_sites_features_kernel<false, Key><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+  });
   SCN_CUDA_LAUNCHED();
 }
 
@@ -212,37 +216,34 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
   SCN_CHECK(g.k0 <= kMaxTapsPerAxis && g.k1 <= kMaxTapsPerAxis && g.k2 <= kMaxTapsPerAxis,
             "strided convolution kernels larger than ", kMaxTapsPerAxis,
             " per axis are not supported by the CUDA backend");
-  if (site_keys32(out))
-    strided_mark_kernel<uint32_t><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
-  else
-    strided_mark_kernel<int64_t><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
+  with_site_key(out, [&](auto k) {
+    strided_mark_kernel<decltype(k)><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
+  });
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st) {
+void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st, bool pdl) {
   const int64_t nb = rank_blocks(s.words);
-  rank_local_kernel<<<unsigned(nb), kRankThreads, 0, st>>>(s);
+  launch_kernel(rank_local_kernel, unsigned(nb), kRankThreads, 0, st, pdl, s);
   SCN_CUDA_LAUNCHED();
-  rank_blocks_kernel<<<1, kRankBlocksThreads, 0, st>>>(s, nb, set_count, err);
+  launch_kernel(rank_blocks_kernel, 1, kRankBlocksThreads, 0, st, pdl, s, nb, set_count, err);
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st) {
+void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
   // words per warp: about 64 warps per SM, at most 32 words each; blocks of 128 threads (54 registers each)
   // fit beside a level's conv blocks, so the map stream's site emission runs during the convs, not only in
   // their tails
   const int64_t per = s.words / (int64_t(sm) * 64);
   const int group = per < 1 ? 1 : per > 32 ? 32 : int(per);
   const int64_t warps = (s.words + group - 1) / group;
-  emit_coords_kernel<<<grid_for(warps * 32, 128, sm, 16), 128, 0, st>>>(s, group);
+  launch_kernel(emit_coords_kernel, grid_for(warps * 32, 128, sm, 16), 128, 0, st, pdl, s, group);
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_build_perm(SiteIndex s, int sm, cudaStream_t st) {
-  if (site_keys32(s))
-    build_perm_kernel<uint32_t><<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
-  else
-    build_perm_kernel<int64_t><<<grid_for(s.cap, 256, sm), 256, 0, st>>>(s);
+void launch_build_perm(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
+  with_site_key(
+      s, [&](auto k) { launch_kernel(build_perm_kernel<decltype(k)>, grid_for(s.cap, 256, sm), 256, 0, st, pdl, s); });
   SCN_CUDA_LAUNCHED();
 }
 
