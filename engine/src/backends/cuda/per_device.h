@@ -1,7 +1,7 @@
-// A table computed once per CUDA device and immutable afterwards. The kernels' launch limits
-// (blocks per SM, resident clusters) and whether the image has programmatic launches differ between the GPUs of one process, and
-// engines on other threads launch from them while a new engine prepares its device: so each device
-// gets its own table, written once under a lock and then only read (lock-free).
+// A table computed once per CUDA device and immutable afterwards. The kernels' launch limits (blocks per
+// SM, resident clusters) and whether the image has programmatic launches differ between the GPUs of one
+// process, and engines on other threads launch from them while a new engine prepares its device: so each
+// device gets its own table, written once under a lock and then only read (lock-free).
 #pragma once
 
 #include <cuda_runtime_api.h>
