@@ -175,7 +175,7 @@ class CudaEngine final : public Engine {
   QOperand operand(int v) const;
   QEpilogue q_epilogue(const ConvPlan& c) const;
   ConvArgs conv_args(const ConvPlan& c) const;
-  void run_step(const Step& st, cudaStream_t s, bool pdl = false);
+  void run_step(const Step& st, cudaStream_t s, bool pdl = false, bool map_late = false);
   LayerTiming describe_step(const Step& st) const;
   void* value_ptr(int v) const { return value_ptr_[size_t(v)]; }
   int64_t read_count(int s) const;

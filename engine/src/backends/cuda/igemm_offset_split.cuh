@@ -156,12 +156,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     }
   };
   const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
-  if (slab0 < nslabs) stage_map(slab0);  // in flight beside the weights
+  if (slab0 < nslabs && !a.map_late) stage_map(slab0);  // in flight beside the weights
   ptx::cp_async_commit();
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
-  // Launched programmatically, the grid got here while the previous conv may still run: the weights,
-  // the row count and the map are not its outputs; activations are, so wait for it now.
+  // Launched programmatically, the grid got here while the previous kernel may still run: the weights,
+  // the row count and the map are not its outputs (unless map_late: the map kernel just before it);
+  // activations are, so wait for it now.
   ptx::grid_dependency_wait();
 
   // Lane constants, pinned in registers (the unrolled offset loop adds immediates only). A row's swizzle
@@ -194,7 +195,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
   for (int64_t slab = slab0; slab < nslabs; slab += stride) {
     const int64_t r0 = slab * WR;
-    if (slab != slab0) {  // the stage region is free: the last slab's epilogue ended with its team's sync
+    // the stage region is free: the last slab's epilogue ended with its team's sync (map_late: the first
+    // slab's map is staged here too, after the wait)
+    if (slab != slab0 || a.map_late) {
       stage_map(slab);
       ptx::cp_async_commit();
       ptx::cp_async_wait_mem<0>();

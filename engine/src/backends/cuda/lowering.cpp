@@ -266,7 +266,9 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
 /// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — a conv when the kernel
 /// before it on `s` did not write its map (maps on the map stream; launch_igemm), the site-index and map
 /// kernels of input and map steps always (each waits for its predecessor first thing, common.cuh).
-void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
+/// `map_late`: the kernel before this conv on `s` writes its map, so an osplit conv stages the map after its
+/// wait (ConvArgs::map_late) and a tile conv launches in stream order.
+void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_late) {
   const Graph& g = *graph_;
   const GraphAnalysis& ana = an();
   switch (st.kind) {
@@ -312,10 +314,12 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl) {
     }
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
+      ConvArgs a = conv_args(c);
+      a.map_late = map_late;
       if (c.osplit >= 0)
-        launch_osplit(c.osplit, conv_args(c), sm_count_, s, pdl);
-      else
-        launch_igemm(c.cfg, conv_args(c), sm_count_, s, pdl);
+        launch_osplit(c.osplit, a, sm_count_, s, pdl);
+      else  // the tiles stage their map before the wait
+        launch_igemm(c.cfg, a, sm_count_, s, pdl && !map_late);
       return;
     }
     case StepKind::Add: {
