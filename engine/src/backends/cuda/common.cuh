@@ -58,12 +58,15 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
 }
 
 /// First statement of a site-index or map kernel, which may launch programmatically (launch_kernel): waits
-/// for the kernel before it on the stream (complete, its writes visible), then lets the kernel after it
-/// launch, whose blocks take the SM room this grid's blocks leave and wait likewise. Both are no-ops in a
-/// grid launched in stream order.
-__device__ __forceinline__ void wait_previous_kernel() {
+/// for the kernel before it on the stream (complete, its writes visible; a no-op in a grid launched in stream
+/// order), then, with `let_next`, lets a programmatic launch after it start at once, its blocks taking the SM
+/// room this grid's blocks leave. Only where every such launch waits before it reads this kernel's output:
+/// a map kernel on the map stream must not, since a conv joining that stream launches programmatically,
+/// stages its map before its wait, and in a CUDA graph its edge from the map kernel is programmatic too
+/// (early triggers there made CudaCapacity.ALargerFrameGrowsWithGrow fault; docs/benchmarks.md, session 20).
+__device__ __forceinline__ void wait_previous_kernel(bool let_next = true) {
   ptx::grid_dependency_wait();
-  ptx::grid_launch_dependents();
+  if (let_next) ptx::grid_launch_dependents();
 }
 
 /// Every key of the bitmap of `s` fits a 32-bit key: fewer than 2^26 words (site_key<uint32_t> takes several

@@ -21,8 +21,8 @@ enum class MapMode { Subm, Strided, Inverse };
 // row's K entries contiguously.
 template <MapMode M>
 __global__ void __launch_bounds__(32 * kRowsPerBlock)
-    map_kernel(SiteIndex rows, SiteIndex look, MapGeom g, int32_t* __restrict__ out_in) {
-  wait_previous_kernel();
+    map_kernel(SiteIndex rows, SiteIndex look, MapGeom g, int32_t* __restrict__ out_in, bool let_next) {
+  wait_previous_kernel(let_next);
   const int K = g.K();
   const int64_t n = rows_of(rows.count, rows.cap);
   // rows are warp-uniform: every lane of a warp runs the same number of iterations
@@ -63,8 +63,8 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 // 0 = read from g. Key: the bitmap key's type, 32-bit when every key of the bitmap fits (the common
 // case: 64-bit keys cost several instructions per multiply and compare), else 64-bit.
 template <MapMode M, int KS, typename Key>
-__global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
-  wait_previous_kernel();
+__global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in, bool let_next) {
+  wait_previous_kernel(let_next);
   static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
   const int k0 = KS ? KS : g.k0, k1 = KS ? KS : g.k1, k2 = KS ? KS : g.k2;
   const int K = k0 * k1 * k2;
@@ -112,8 +112,8 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
 // is predicated and each kind is issued for all three candidates at once (coordinates -> words -> rank
 // base -> rows: four), in 32-bit index and rank arithmetic (ranks are below cap < 2^31).
 template <MapMode M>
-__global__ void rows3_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in) {
-  wait_previous_kernel();
+__global__ void rows3_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in, bool let_next) {
+  wait_previous_kernel(let_next);
   const uint32_t total = uint32_t(rows_of(rows.count, rows.cap)) * 9u;
   const uint32_t cap = uint32_t(s.cap);
   for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
@@ -177,16 +177,16 @@ bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st, bool pdl) {
   const unsigned grid = unsigned(grid_for(s.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(s, g, s))
-    launch_kernel(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in);
+    launch_kernel(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else if (kind == MapKernel::Rows && cube3(g) && site_keys32(s))
-    launch_kernel(rows_map_kernel<MapMode::Subm, 3, uint32_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 3, uint32_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else if (kind == MapKernel::Rows && cube3(g))
-    launch_kernel(rows_map_kernel<MapMode::Subm, 3, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 3, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Subm, 0, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Subm, 0, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else
     launch_kernel(map_kernel<MapMode::Subm>, unsigned(map_grid(s.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, s, s,
-                  g, out_in);
+                  g, out_in, pdl);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -194,22 +194,22 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
                         cudaStream_t st, bool pdl) {
   const unsigned grid = unsigned(grid_for(out.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(out, g, in))
-    launch_kernel(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in);
+    launch_kernel(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else if (kind == MapKernel::Rows && cube3(g) && site_keys32(in))
-    launch_kernel(rows_map_kernel<MapMode::Strided, 3, uint32_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 3, uint32_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else if (kind == MapKernel::Rows && cube3(g))
-    launch_kernel(rows_map_kernel<MapMode::Strided, 3, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 3, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Strided, 0, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in);
+    launch_kernel(rows_map_kernel<MapMode::Strided, 0, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else
     launch_kernel(map_kernel<MapMode::Strided>, unsigned(map_grid(out.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl,
-                  out, in, g, out_in);
+                  out, in, g, out_in, pdl);
   SCN_CUDA_LAUNCHED();
 }
 
 void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st, bool pdl) {
   launch_kernel(map_kernel<MapMode::Inverse>, unsigned(map_grid(in.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, in,
-                out, g, out_in);
+                out, g, out_in, pdl);
   SCN_CUDA_LAUNCHED();
 }
 
