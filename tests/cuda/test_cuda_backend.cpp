@@ -128,6 +128,26 @@ TEST(CudaBackend, KernelMapsBeyond32BitKeys) {
   }
 }
 
+// Site ranks past the first pass of the block-sum scan (rank_blocks_kernel scans 2,048 block sums of 1,024 words
+// per pass): a batch of two real-size grids has 2,594 of them, and voxels spread over both frames get ranks whose
+// carry comes from the first pass; a wrong carry makes ranks collide (rows lost, maps wrong) against the CPU oracle.
+TEST(CudaBackend, RanksAcrossScanPasses) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{41, 1440, 1440};
+  const int batch = 2;
+  const int64_t words = (int64_t(batch) * grid[0] * grid[1] * grid[2] + 63) / 64;
+  ASSERT_GT((words + 1023) / 1024, 2048) << "the bitmap must need more than one scan pass";
+  // 12,000 voxels: their strided outputs (up to 8 per isolated voxel) stay below single_conv's output bound
+  const SparseInput in = random_input(12000, 16, grid, batch, 321);
+  const Int3 k3{3, 3, 3}, one{1, 1, 1}, two{2, 2, 2};
+  for (const ConvCase& cc :
+       {ConvCase{16, 16, k3, one, one, one, true, Activation::ReLU, batch, 12000, grid, "subm"},
+        ConvCase{16, 32, k3, two, one, one, false, Activation::ReLU, batch, 12000, grid, "strided"}}) {
+    SCOPED_TRACE(cc.name);
+    expect_close(single_conv(cc, 322), {in}, 1e-3, cuda_options(true, 0, batch));
+  }
+}
+
 // Every compiled implicit-GEMM tile configuration on the same layers.
 TEST(CudaBackend, EveryTileConfigMatches) {
   SCN_REQUIRE_CUDA();
