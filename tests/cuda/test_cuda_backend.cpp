@@ -568,6 +568,18 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   Tensor bat = in.indices.clone();
   bat.ptr<int32_t>()[4 * 9] = 1;
   expect_device_error(bat, "batch index");
+  // a NaN in device features, found where the input step converts them: the row named
+  Tensor nan_features = in.features.clone();
+  nan_features.ptr<uint16_t>()[16 * 11 + 3] = 0x7e00;  // fp16 NaN in row 11
+  gpu->set_input(0, nan_features.to(Device::Cuda), di, grid, 1);
+  gpu->forward();
+  try {
+    gpu->check_errors();
+    FAIL() << "no error for a NaN feature";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 11 has a feature that is NaN or infinite"), std::string::npos)
+        << e.what();
+  }
   // host inputs are validated on the host
   EXPECT_THROW(gpu->set_input(0, in.features, dup, grid, 1), Error);
 }
