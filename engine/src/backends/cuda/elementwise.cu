@@ -130,6 +130,7 @@ __global__ void densify_kernel(const DensifyPlan p) {
     for (int j = 0; j < 8; ++j)
       if (c0 + j < a.channels) y[off + int64_t(c0 + j) * p.cs] = v[j];
   }
+  ptx::grid_dependency_wait();  // a thread without positions waits too: the grid completes after x's writer
 }
 
 // Four consecutive positions of the innermost output axis (a spatial axis) and up to
@@ -202,6 +203,9 @@ __global__ void densify4_kernel(const DensifyPlan p) {
       }
     }
   }
+  // a thread whose positions were all empty never waited above: it waits here, so the grid completes only
+  // after the conv that writes x (the next kernel on the stream must not overlap that conv)
+  ptx::grid_dependency_wait();
 }
 
 __global__ void permute_kernel(const PermuteArgs a) {

@@ -72,8 +72,8 @@ struct MapGeom {
 
 // ---- site_index.cu ----------------------------------------------------------------------------
 // `pdl` (here and in kernel_map.cu): launch programmatically (launch_kernel, common.cuh); each of these
-// kernels first waits for the kernel before it on the stream, so any predecessor is safe. A map kernel
-// launched so also lets the next kernel launch at once (only on the main stream: wait_previous_kernel).
+// kernels first waits for the kernel before it on the stream, so any predecessor is safe, and then lets the
+// next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel).
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
 /// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
 /// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`.

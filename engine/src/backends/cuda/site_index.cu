@@ -63,7 +63,6 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
 // divisions per axis instead of per offset), then one bit per (row, offset) combination.
 template <class Key>
 __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
-  wait_previous_kernel();
   const int64_t n = rows_of(in.count, in.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = in.coords[i];
@@ -86,8 +85,8 @@ __global__ void strided_mark_kernel(SiteIndex in, SiteIndex out, MapGeom g) {
 constexpr int kRankThreads = 256;
 static_assert(kRankThreads * 4 == kRankBlock, "rank block layout");
 
-__global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
-  wait_previous_kernel();
+__global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s, bool let_next) {
+  wait_previous_kernel(let_next);
   using Scan = cub::BlockScan<uint32_t, kRankThreads>;
   __shared__ typename Scan::TempStorage scan;
   const int64_t base = int64_t(blockIdx.x) * kRankBlock + threadIdx.x * 4;
@@ -118,8 +117,8 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s) {
 constexpr int kRankBlocksThreads = 256;
 constexpr int kRankBlocksItems = 8;
 __global__ void __launch_bounds__(kRankBlocksThreads)
-    rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err) {
-  wait_previous_kernel();
+    rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err, bool let_next) {
+  wait_previous_kernel(let_next);
   using Load = cub::BlockLoad<uint32_t, kRankBlocksThreads, kRankBlocksItems, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
   using Store = cub::BlockStore<uint32_t, kRankBlocksThreads, kRankBlocksItems, cub::BLOCK_STORE_WARP_TRANSPOSE>;
   using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
@@ -166,8 +165,8 @@ __device__ __forceinline__ int4 key_coords(const SiteIndex& s, K key) {
 // then the warp walks the group's non-empty words together, lane l decoding bits l and l + 32 of
 // each. A dense word (the deep levels are mostly full) costs two steps of the warp instead of 64
 // serial ones of one thread; small groups spread the few, dense words of deep levels over more warps.
-__global__ void emit_coords_kernel(SiteIndex s, int group) {
-  wait_previous_kernel();
+__global__ void emit_coords_kernel(SiteIndex s, int group, bool let_next) {
+  wait_previous_kernel(let_next);
   const int lane = int(threadIdx.x & 31);
   const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
   // keys below 2^32 decode with 32-bit divisions
@@ -198,8 +197,8 @@ __global__ void emit_coords_kernel(SiteIndex s, int group) {
 }
 
 template <class Key>
-__global__ void build_perm_kernel(SiteIndex s) {
-  wait_previous_kernel();
+__global__ void build_perm_kernel(SiteIndex s, bool let_next) {
+  wait_previous_kernel(let_next);
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 c = s.coords[i];
@@ -240,9 +239,9 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
 
 void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st, bool pdl) {
   const int64_t nb = rank_blocks(s.words);
-  launch_kernel(rank_local_kernel, unsigned(nb), kRankThreads, 0, st, pdl, s);
+  launch_kernel(rank_local_kernel, unsigned(nb), kRankThreads, 0, st, pdl, s, pdl);
   SCN_CUDA_LAUNCHED();
-  launch_kernel(rank_blocks_kernel, 1, kRankBlocksThreads, 0, st, pdl, s, nb, set_count, err);
+  launch_kernel(rank_blocks_kernel, 1, kRankBlocksThreads, 0, st, pdl, s, nb, set_count, err, pdl);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -253,13 +252,14 @@ void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
   const int64_t per = s.words / (int64_t(sm) * 64);
   const int group = per < 1 ? 1 : per > 32 ? 32 : int(per);
   const int64_t warps = (s.words + group - 1) / group;
-  launch_kernel(emit_coords_kernel, grid_for(warps * 32, 128, sm, 16), 128, 0, st, pdl, s, group);
+  launch_kernel(emit_coords_kernel, grid_for(warps * 32, 128, sm, 16), 128, 0, st, pdl, s, group, pdl);
   SCN_CUDA_LAUNCHED();
 }
 
 void launch_build_perm(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
-  with_site_key(
-      s, [&](auto k) { launch_kernel(build_perm_kernel<decltype(k)>, grid_for(s.cap, 256, sm), 256, 0, st, pdl, s); });
+  with_site_key(s, [&](auto k) {
+    launch_kernel(build_perm_kernel<decltype(k)>, grid_for(s.cap, 256, sm), 256, 0, st, pdl, s, pdl);
+  });
   SCN_CUDA_LAUNCHED();
 }
 
