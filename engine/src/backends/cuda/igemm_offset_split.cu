@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "backends/cuda/igemm_offset_split.cuh"
-#include "backends/cuda/igemm_window.cuh"
 #include "backends/cuda/per_device.h"
 
 namespace scn::cuda {
@@ -23,17 +22,8 @@ OsplitInstance make(const char* name) {
       {CIN, COUT, WR, P, S, W, MODE, name}, &osplit::osplit_kernel<CIN, COUT, WR, P, S, W, MODE>, C::kSmem};
 }
 
-template <int CIN, int COUT, int P, int S, int W, int WIN>
-OsplitInstance make_window(const char* name) {
-  using C = osplit::WinCfg<CIN, COUT, P, S, W, WIN>;
-  OsplitInstance in{{CIN, COUT, C::WR, P, S, W, kF16, name}, &osplit::window_kernel<CIN, COUT, P, S, W, WIN>, C::kSmem};
-  in.cfg.window = WIN;
-  return in;
-}
-
 // Name: [q|i8]c{input channels}x{COUT} r{rows per warp} p{offset groups} s{stages} w{warps per block}
-// [k{window rows}] (q: fp16 operands with the quantization-aware epilogue, i8: int8 operands; k: kernel-row
-// windows, igemm_window.cuh). The
+// (q: fp16 operands with the quantization-aware epilogue, i8: int8 operands). The
 // shared memory is the K x COUT weight rows plus warps x stages x rows input rows (int8 rows are half
 // as wide); the warps per SM follow from it.
 std::vector<OsplitInstance>& instances() {
@@ -55,15 +45,6 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<32, 32, 32, 2, 3, 20>("osplit c32x32r32p2s3w20"));
     all.push_back(make<32, 32, 32, 4, 4, 16>("osplit c32x32r32p4s4w16"));
     all.push_back(make<32, 32, 32, 4, 3, 20>("osplit c32x32r32p4s3w20"));
-    // kernel-row windows (fp16; input rows in bitmap order): 48-row stages, 3 KiB per stage and warp at 32
-    // channels
-    all.push_back(make_window<32, 32, 2, 4, 12, 48>("osplit c32x32r32p2s4w12k48"));
-    all.push_back(make_window<32, 32, 2, 5, 10, 48>("osplit c32x32r32p2s5w10k48"));
-    all.push_back(make_window<32, 32, 2, 3, 16, 48>("osplit c32x32r32p2s3w16k48"));
-    all.push_back(make_window<32, 32, 1, 3, 16, 48>("osplit c32x32r32p1s3w16k48"));
-    all.push_back(make_window<32, 32, 1, 2, 20, 48>("osplit c32x32r32p1s2w20k48"));
-    all.push_back(make_window<32, 64, 1, 3, 8, 48>("osplit c32x64r32p1s3w8k48"));
-    all.push_back(make_window<32, 64, 1, 4, 8, 48>("osplit c32x64r32p1s4w8k48"));
     // 16 -> 32 (the strided conv into level 1): 27 KiB of weights, 1 KiB per stage and warp; the
     // partial sums of P > 1 need 4.5 KiB per warp, so five or more stages there
     all.push_back(make<16, 32, 32, 1, 6, 8>("osplit c16x32r32p1s6w8"));
@@ -175,7 +156,7 @@ void launch_osplit(int id, const ConvArgs& a, int sm_count, cudaStream_t st, boo
   SCN_CHECK(osplit_config_fits(id, a), "CUDA kernel '", in.cfg.name, "' cannot run this convolution (cin_p ", a.cin_p,
             ", cout_p ", a.cout_p, ", K ", a.K, ", mode ", a.q ? "int8-aware" : "fp16", "): it needs cin_p ",
             in.cfg.cin, ", cout_p ", in.cfg.cout, ", K 27, ", in.cfg.mode == kF16 ? "fp16" : "int8 operands");
-  const int64_t teams = osplit_slabs_per_block(in.cfg);
+  const int64_t teams = in.cfg.warps / in.cfg.groups;
   const int64_t slabs = (a.cap_out + in.cfg.rows - 1) / in.cfg.rows;
   const int64_t need = (slabs + teams - 1) / teams;
   const int64_t resident = int64_t(sm_count) * blocks_per_sm;

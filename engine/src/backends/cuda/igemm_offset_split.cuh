@@ -56,37 +56,6 @@ __device__ __forceinline__ int swz(int r, int c) {
   return (c ^ ((r / RPL) % CPR)) * 8;
 }
 
-/// Copies the K x COUT x CIN weights of a conv (a.w is [K][cout_w][cin_p]) into shared memory as swizzled
-/// rows [k][co][ci] (cp.async by threads tid, tid + nthreads, ..; the caller commits and waits).
-template <int CIN, int COUT, int KK>
-__device__ __forceinline__ void stage_weights(__half* sW, const ConvArgs& a, int tid, int nthreads) {
-  constexpr int CPR = CIN / 8;
-  const __half* w = static_cast<const __half*>(a.w);
-  for (int i = tid; i < KK * COUT * CPR; i += nthreads) {
-    const int c = i % CPR, co = (i / CPR) % COUT, k = i / (CPR * COUT);
-    cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
-  }
-}
-
-/// Copies the map rows of slab `slab` (WR x KK int32, contiguous in out_in) into the warp's region `dst` by
-/// coalesced 16-byte copies; rows from n on read as zeros, nothing is read past them. A lane loading its own
-/// row's entries from global memory instead touches another 128-byte line per lane and offset: KK line
-/// lookups per row in the L1, several times what the row's gathers take. (The caller commits and waits.)
-template <int WR, int KK>
-__device__ __forceinline__ void stage_slab_map(void* dst_region, const int32_t* __restrict__ out_in, int64_t slab,
-                                               int64_t n, int lane) {
-  static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
-  const int64_t left = n - slab * WR;
-  const int valid = int(left < WR ? left : WR) * KK * 4;  // bytes of rows < n
-  const char* src = reinterpret_cast<const char*>(out_in + slab * WR * KK);
-  const uint32_t dst = smem_addr(dst_region);
-#pragma unroll
-  for (int c = lane; c < WR * KK / 4; c += 32) {
-    const int b = valid - 16 * c;
-    ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
-  }
-}
-
 /// The P warps of team `team` meet (a named barrier; one warp: __syncwarp).
 template <int P>
 __device__ __forceinline__ void team_sync(int team) {
@@ -144,17 +113,35 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
   const int64_t nslabs = (n + WR - 1) / WR;
-  // Weights [k][co][ci] of the conv, swizzled rows (stage_weights); waited for below. A block
+  // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below. A block
   // without a slab (the grid is sized from the planned capacity, the frame may be smaller) stages none.
   if (int64_t(blockIdx.x) * C::TEAMS < nslabs) {
-    stage_weights<CIN, COUT, KK>(sW, a, tid, C::kThreads);
+    const __half* w = static_cast<const __half*>(a.w);
+    for (int i = tid; i < KK * COUT * C::CPR; i += C::kThreads) {
+      const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
+      cp_async16(sW + (k * COUT + co) * CIN + swz<CIN>(co, c), w + (int64_t(k) * a.cout_w + co) * CIN + c * 8);
+    }
     ptx::cp_async_commit();
   }
 
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   const int32_t* __restrict__ out_in = a.out_in;
-  // The slab's map rows -> this warp's stage region (stage_slab_map)
-  auto stage_map = [&](int64_t slab) { stage_slab_map<WR, KK>(sS, out_in, slab, n, lane); };
+  // The slab's map rows (WR x KK int32, contiguous in out_in) -> this warp's stage region, by coalesced
+  // 16-byte copies (rows from n on read as zeros, nothing read past them). A lane loading its own row's
+  // entries from global memory instead touches another 128-byte line per lane and offset: KK line
+  // lookups per row in the L1, several times what the row's gathers take.
+  static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
+  auto stage_map = [&](int64_t slab) {
+    const int64_t left = n - slab * WR;
+    const int valid = int(left < WR ? left : WR) * KK * 4;  // bytes of rows < n
+    const char* src = reinterpret_cast<const char*>(out_in + slab * WR * KK);
+    const uint32_t dst = smem_addr(sS);
+#pragma unroll
+    for (int c = lane; c < WR * KK / 4; c += 32) {
+      const int b = valid - 16 * c;
+      ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
+    }
+  };
   // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
   // rows (word stride KK, odd: the 32 lanes hit 32 banks)
   int mp[C::RH][C::KG];

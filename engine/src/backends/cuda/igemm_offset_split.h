@@ -20,19 +20,13 @@ struct OsplitConfig {
   int mode;       ///< kernel mode (kernels.h IgemmConfig::mode): 0 fp16; INT8 engines: 1 fp16 operands with the
                   ///< quantization-aware epilogue, 2 int8 operands
   const char* name;
-  int window = 0;  ///< > 0: a kernel-row window config (igemm_window.cuh): one warp per slab, summing like
-                   ///< `groups` offset groups in as many accumulator sets; its stages hold `window` input rows
 };
-
-/// Slabs a block of config `c` works on at once: its teams of `groups` warps, or one per warp for a window
-/// config.
-inline int osplit_slabs_per_block(const OsplitConfig& c) { return c.window > 0 ? c.warps : c.warps / c.groups; }
 
 /// The compiled configurations.
 int osplit_num_configs();
 const OsplitConfig& osplit_config(int id);
 /// Config id by name ("osplit c32x32r32p1s4w16", "osplit qc16x16r32p2s6w8", "osplit i8c16x16r32p2s6w8",
-/// "osplit c32x32r32p2s2w12k96", or without the "osplit " prefix), -1 when absent.
+/// or without the "osplit " prefix), -1 when absent.
 int osplit_find_config(const char* name);
 /// True when config `id` runs this conv: cin_p / cout_p equal to the config's, K = 27, and an fp16
 /// config for an fp16-mode conv (no QEpilogue), a mode 1 or 2 config for one with a QEpilogue (the
