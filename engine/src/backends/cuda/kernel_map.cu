@@ -58,15 +58,14 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 // entries as map_kernel<M> (the same test per candidate: in the grid, bit set, rank below cap).
 //   Subm:    rows = look = the set, candidate c + (r - k/2) * d
 //   Strided: rows = the output set, look = the input set, candidate c * st - p + r * d
-// KS: the kernel size of every axis when known at compile time (3: the 3x3x3 convs, whose divisions
-// by the kernel rows then compile to multiplications; the kernel is bound by its integer arithmetic),
-// 0 = read from g. Key: the bitmap key's type, 32-bit when every key of the bitmap fits (the common
-// case: 64-bit keys cost several instructions per multiply and compare), else 64-bit.
-template <MapMode M, int KS, typename Key>
+// Any kernel size, dilation and bitmap (64-bit keys); the common case — 3x3x3, dilation 1 along the last axis,
+// 32-bit keys — runs rows3_map_kernel below instead.
+template <MapMode M>
 __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t* __restrict__ out_in, bool let_next) {
+  using Key = int64_t;
   wait_previous_kernel(let_next);
   static_assert(M != MapMode::Inverse, "inverse maps keep map_kernel");
-  const int k0 = KS ? KS : g.k0, k1 = KS ? KS : g.k1, k2 = KS ? KS : g.k2;
+  const int k0 = g.k0, k1 = g.k1, k2 = g.k2;
   const int K = k0 * k1 * k2;
   const int P = k0 * k1;
   const int64_t total = rows_of(rows.count, rows.cap) * P;
@@ -106,7 +105,7 @@ __global__ void rows_map_kernel(SiteIndex rows, SiteIndex s, MapGeom g, int32_t*
 }
 
 // The 3x3x3 kernel rows with dilation 1 along the last axis, 32-bit keys and fewer than 2^31 (row, kernel
-// row) items: the same entries as rows_map_kernel<M, 3, uint32_t>, without its serial chain. There, each
+// row) items: the same entries as rows_map_kernel<M>, without its serial chain. There, each
 // candidate's loads sat behind the previous candidate's branches (coordinates -> word -> rank -> row of
 // the first, then the row of the second, then of the third: six dependent round trips); here every load
 // is predicated and each kind is issued for all three candidates at once (coordinates -> words -> rank
@@ -164,12 +163,10 @@ int map_grid(int64_t cap, int sm) {
   return int(need < 1 ? 1 : (need < most ? need : most));
 }
 
-bool cube3(const MapGeom& g) { return g.k0 == 3 && g.k1 == 3 && g.k2 == 3; }
-
 /// rows3_map_kernel runs the map: 3x3x3, dilation 1 along the last axis, 32-bit keys, (row, kernel row)
 /// items below 2^31.
 bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
-  return cube3(g) && g.d2 == 1 && site_keys32(look) && rows.cap * 9 < (int64_t(1) << 31);
+  return g.k0 == 3 && g.k1 == 3 && g.k2 == 3 && g.d2 == 1 && site_keys32(look) && rows.cap * 9 < (int64_t(1) << 31);
 }
 
 }  // namespace
@@ -178,12 +175,8 @@ void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, in
   const unsigned grid = unsigned(grid_for(s.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(s, g, s))
     launch_kernel(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
-  else if (kind == MapKernel::Rows && cube3(g) && site_keys32(s))
-    launch_kernel(rows_map_kernel<MapMode::Subm, 3, uint32_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
-  else if (kind == MapKernel::Rows && cube3(g))
-    launch_kernel(rows_map_kernel<MapMode::Subm, 3, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Subm, 0, int64_t>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
+    launch_kernel(rows_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
   else
     launch_kernel(map_kernel<MapMode::Subm>, unsigned(map_grid(s.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, s, s,
                   g, out_in, pdl);
@@ -195,12 +188,8 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
   const unsigned grid = unsigned(grid_for(out.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(out, g, in))
     launch_kernel(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
-  else if (kind == MapKernel::Rows && cube3(g) && site_keys32(in))
-    launch_kernel(rows_map_kernel<MapMode::Strided, 3, uint32_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
-  else if (kind == MapKernel::Rows && cube3(g))
-    launch_kernel(rows_map_kernel<MapMode::Strided, 3, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Strided, 0, int64_t>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
+    launch_kernel(rows_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
   else
     launch_kernel(map_kernel<MapMode::Strided>, unsigned(map_grid(out.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl,
                   out, in, g, out_in, pdl);
