@@ -98,7 +98,9 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     uint32_t slot = 0, phase = 0;   // ring position of the next step, and its round's parity
     bool wrapped = false;           // every slot has been filled once: wait until the consumers free it
     int parity = 0;
-    bool waited = false;
+    // map_late: the map was written by a kernel this grid may overlap: read no entry before the wait
+    bool waited = a.map_late;
+    if (waited) grid_dependency_wait();
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       if (tile + gridDim.x >= ntiles && !a.pdl_late) grid_launch_dependents();

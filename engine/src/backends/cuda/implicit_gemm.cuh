@@ -354,6 +354,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     // every block has reached its last epilogue, which leaves the places freed before to other streams
     const bool last_tile = tile + gridDim.x >= ntiles;
     if (last_tile && !a.pdl_late) grid_launch_dependents();
+    // map_late: the map was written by a kernel this grid may overlap (launched programmatically after it,
+    // or joining the map stream after it): no map entry is read before the wait
+    if (a.map_late && tile == blockIdx.x) grid_dependency_wait();
     __syncthreads();  // the previous tile is done with shared memory
     int nact = K;
     if (map_smem) {

@@ -129,7 +129,8 @@ struct ConvArgs {
   float alpha = 0.f;
   bool relu_after = false;  ///< ReLU after the residual add
   bool pdl_late = false;    ///< let the next kernel launch at the last tile's epilogue, not its start
-  bool map_late = false;    ///< the kernel before it on its stream writes its map: stage it after the wait (osplit)
+  bool map_late = false;    ///< its map comes from a kernel it may overlap (the one before it on its stream, or the
+                            ///< map-stream kernel it joins): read no map entry before griddepcontrol.wait
 
   /// INT8 engines (kernel modes kF16Q / kI8, docs/int8.md): the epilogue's parameters in device
   /// memory. (Behind a pointer on purpose: a larger ConvArgs made ptxas give the fp16 kernels up to

@@ -266,8 +266,8 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
 /// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — a conv when the kernel
 /// before it on `s` did not write its map (maps on the map stream; launch_igemm), the site-index and map
 /// kernels of input and map steps always (each waits for its predecessor first thing, common.cuh).
-/// `map_late`: the kernel before this conv on `s` writes its map, so an osplit conv stages the map after its
-/// wait (ConvArgs::map_late) and a tile conv launches in stream order.
+/// `map_late`: this conv's map is written by a kernel it may overlap — the one before it on `s`, or the
+/// map-stream kernel it joins — so it reads the map only after its wait (ConvArgs::map_late).
 void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_late) {
   const Graph& g = *graph_;
   const GraphAnalysis& ana = an();
@@ -318,8 +318,8 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
       a.map_late = map_late;
       if (c.osplit >= 0)
         launch_osplit(c.osplit, a, sm_count_, s, pdl);
-      else  // the tiles stage their map before the wait
-        launch_igemm(c.cfg, a, sm_count_, s, pdl && !map_late);
+      else
+        launch_igemm(c.cfg, a, sm_count_, s, pdl);
       return;
     }
     case StepKind::Add: {

@@ -102,9 +102,10 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   }
   // Map builds on the side stream, released at their release node, joined before their first conv,
   // except the first map: the first conv needs it at once, so it is built on `s`, beside the map
-  // stream's start on the next maps. Convs launch programmatically (launch_igemm); after the kernel that
-  // wrote its map, an osplit conv stages that map after its wait (map_late: its blocks take the map kernel's
-  // SMs before the map stream's next kernels do) and a tile conv launches in stream order. The input step's
+  // stream's start on the next maps. Convs launch programmatically (launch_igemm, launch_osplit); a conv whose
+  // map comes from a kernel it may overlap — the first map's kernel just before it, or the map-stream kernel it
+  // joins (in the CUDA graph that edge is programmatic too) — reads the map only after its wait (map_late; after
+  // the first map its blocks so take the map kernel's SMs before the map stream's next kernels do). The input step's
   // and the first map's site-index and map kernels launch programmatically too. The map stream's kernels launch in
   // stream order: launched early, their waiting blocks would hold SM room beside the convs (docs/benchmarks.md, session
   // 20).
@@ -151,9 +152,10 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
       continue;
     }
     if (inputs_done) release_up_to(st.node);
-    if (st.kind == StepKind::Conv && st.slot != inline_map && ana.maps[size_t(st.slot)].first_node == st.node)
-      SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
-    run_step(st, s, pdl, map_just_built);
+    const bool joins =
+        st.kind == StepKind::Conv && st.slot != inline_map && ana.maps[size_t(st.slot)].first_node == st.node;
+    if (joins) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_built_[size_t(st.slot)], 0));
+    run_step(st, s, pdl, map_just_built || joins);
     map_just_built = false;
   }
   if (!inputs_done) release_up_to(0);
