@@ -263,9 +263,9 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
   return a;
 }
 
-/// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — a conv when the kernel
-/// before it on `s` did not write its map (maps on the map stream; launch_igemm), the site-index and map
-/// kernels of input and map steps always (each waits for its predecessor first thing, common.cuh).
+/// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — convs (launch_igemm,
+/// launch_osplit), and the site-index and map kernels of input and map steps (each waits for its predecessor
+/// first thing, common.cuh).
 /// `map_late`: this conv's map is written by a kernel it may overlap — the one before it on `s`, or the
 /// map-stream kernel it joins — so it reads the map only after its wait (ConvArgs::map_late).
 void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_late) {
