@@ -61,10 +61,10 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
 /// for the kernel before it on the stream (complete, its writes visible; a no-op in a grid launched in stream
 /// order), then, with `let_next` (the kernel's own launch was programmatic), lets a programmatic launch after
 /// it start at once, its blocks taking the SM room this grid's blocks leave. Only programmatic chains on the
-/// main stream trigger early, where every kernel that may follow waits before it reads this one's output; on
-/// the map stream a conv joining it stages its map before its wait, and in a CUDA graph its edge from the map
-/// kernel evidently behaves as a programmatic one (early triggers there made
-/// CudaCapacity.ALargerFrameGrowsWithGrow fault in 7 of 10 runs, none without them; docs/benchmarks.md, session 20).
+/// main stream trigger early. The map stream's kernels launch in stream order and so never trigger: early-launched
+/// waiting blocks there held SM room the convs beside them needed (docs/benchmarks.md, session 20). (Session 20's
+/// early triggers there also raced with the conv joining that stream, whose graph edge from the map kernel is
+/// programmatic and which then read its map before its wait; such a conv now reads it after: ConvArgs::map_late.)
 __device__ __forceinline__ void wait_previous_kernel(bool let_next) {
   ptx::grid_dependency_wait();
   if (let_next) ptx::grid_launch_dependents();

@@ -10,8 +10,8 @@ namespace scn::cuda::ptx {
 
 // Programmatic dependent launch (sm_90). A conv launched with cudaLaunchAttributeProgrammaticStreamSerialization
 // may become resident while the previous kernel of its stream finishes; it stages what that kernel
-// does not write (row count, kernel map: built on the map stream, joined by a full dependency; the
-// weights) and then waits for it to complete before touching activations or writing anything. Both
+// does not write (row count, weights; its kernel map unless the map's writer may overlap it:
+// ConvArgs::map_late) and then waits for it to complete before touching activations or writing anything. Both
 // instructions are no-ops for a grid launched without the attribute.
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
