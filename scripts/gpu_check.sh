@@ -92,12 +92,15 @@ if [ "${SCN_SKIP_GOLDEN:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ]; then
   # Bitwise guard (tests/cuda/golden_outputs.sh), two sets: the implicit-GEMM tiles' summation order
   # (`--offset-groups 1`, tests/cuda/golden_outputs.txt, recorded before the restructure) and the
   # default options (tests/cuda/golden_outputs_default.txt: osplit for the 16/32-channel convs, the
-  # default on sm_90). SCN_GOLDEN=record writes both to $OUT instead of checking.
+  # default on sm_90), and the default set again with every generated level in neighbour-row order (the
+  # row order changes no output bit). SCN_GOLDEN=record writes the first two to $OUT instead of checking.
   t7=$(date +%s)
   : > "$OUT/golden.log"
-  for set in tiles default; do
+  for set in tiles default neighbour-rows; do
     file=tests/cuda/golden_outputs.txt args="--offset-groups 1"
     [ $set = default ] && file=tests/cuda/golden_outputs_default.txt args=""
+    [ $set = neighbour-rows ] && file=tests/cuda/golden_outputs_default.txt args="--site-order neighbour-rows"
+    [ $set = neighbour-rows ] && [ "${SCN_GOLDEN:-check}" = "record" ] && continue
     echo "== $set ($file, scn run $args)" >> "$OUT/golden.log"
     if [ "${SCN_GOLDEN:-check}" = "record" ]; then
       GOLDEN_RUN_ARGS="$args" tests/cuda/golden_outputs.sh "$BUILD/tools/cli/scn" python3 "$ROOT" "$ROOT/.devdata" \

@@ -401,6 +401,14 @@ TEST(CudaBackend, Deterministic) {
   auto e3 = b.build(plain);
   EXPECT_TRUE(first == to_bytes(run(*e3, {in}).outputs[0])) << "heuristic configs differ from tuned ones";
   {
+    // generated levels in neighbour-row order against the default (bitmap order for one frame): each row's
+    // sum does not depend on where the row sits
+    BuildOptions o = cuda_options(true);
+    o.cuda.site_order = CudaSiteOrder::NeighbourRows;
+    auto e6 = b.build(o);
+    EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "generated sets in neighbour-row order differ";
+  }
+  {
     // the default map kernels (by kernel rows) against the plain one-lookup-per-entry baseline
     BuildOptions o = plain;
     o.cuda.map_kernel = CudaMapKernel::General;

@@ -161,5 +161,49 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
   }
 }
 
+// Generated levels in neighbour-row order (CudaSiteOrder::NeighbourRows; Auto for batches) carry a perm and, while
+// the map stream builds them, the order's temporaries; the input set and the last level (read by no submanifold
+// conv) do not; in bitmap order (Auto for one frame) no generated set has any of them.
+TEST(ArenaLayout, NeighbourRowOrderBuffers) {
+  const Int3 grid{41, 1440, 1440};
+  const Graph g = test::centerpoint_builder(grid).graph();
+  BuildOptions o;
+  o.max_input_voxels = 80000;
+  auto bytes_of = [](const ArenaReport& a, const std::string& name) -> size_t {
+    for (const ArenaBuffer& b : a.buffers)
+      if (b.name == name) return b.bytes;
+    return 0;
+  };
+  const ArenaReport automatic = cuda_arena_report(g, grid, 1, o);
+  o.cuda.site_order = CudaSiteOrder::NeighbourRows;
+  const ArenaReport ordered = cuda_arena_report(g, grid, 1, o);
+  o.cuda.site_order = CudaSiteOrder::Bitmap;
+  const ArenaReport bitmap = cuda_arena_report(g, grid, 1, o);
+  EXPECT_EQ(automatic.total, bitmap.total) << "Auto for one frame: bitmap order";
+  BuildOptions o8;
+  o8.max_input_voxels = 80000;
+  o8.max_batch = 8;
+  const ArenaReport auto8 = cuda_arena_report(g, grid, 8, o8);
+  o8.cuda.site_order = CudaSiteOrder::NeighbourRows;
+  EXPECT_EQ(auto8.total, cuda_arena_report(g, grid, 8, o8).total) << "Auto for batches: neighbour-row order";
+  o8.cuda.site_order = CudaSiteOrder::Bitmap;
+  EXPECT_GT(auto8.total, cuda_arena_report(g, grid, 8, o8).total);
+  ASSERT_EQ(ordered.capacity.size(), 5u) << "CenterPoint: the input set and four generated levels";
+  for (size_t s = 0; s < ordered.capacity.size(); ++s) {
+    SCOPED_TRACE("site set " + std::to_string(s));
+    const std::string p = "sites" + std::to_string(s);
+    const bool expect_order = s >= 1 && s <= 3;  // levels 1-3 hold submanifold convs; level 4 feeds the densify
+    const size_t cap = size_t(ordered.capacity[s]);
+    EXPECT_EQ(bytes_of(ordered, p + " perm"), s == 0 || expect_order ? cap * 4 : 0);
+    EXPECT_EQ(bytes_of(bitmap, p + " perm"), s == 0 ? cap * 4 : 0);
+    EXPECT_EQ(bytes_of(ordered, p + " order: coords by rank"), expect_order ? cap * 16 : 0);
+    EXPECT_EQ(bytes_of(ordered, p + " order: keys"), expect_order ? cap : 0);
+    const size_t groups = (cap + 255) / 256;  // counts per (key, group of 256 rows), then the 64 key totals
+    EXPECT_EQ(bytes_of(ordered, p + " order: key counts"), expect_order ? (groups + 1) * 64 * 4 : 0);
+    EXPECT_EQ(bytes_of(bitmap, p + " order: keys"), 0u);
+  }
+  EXPECT_GE(ordered.peak_live, bitmap.peak_live) << "the order adds buffers, it removes none";
+}
+
 }  // namespace
 }  // namespace scn

@@ -51,6 +51,9 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o.cuda.map_kernel = CudaMapKernel(3);
   expect_error_naming(o, "BuildOptions.cuda.map_kernel");
   o = {};
+  o.cuda.site_order = CudaSiteOrder(3);
+  expect_error_naming(o, "BuildOptions.cuda.site_order");
+  o = {};
   o.cuda.tune_skip = {"m64n64k32s4t", ""};
   expect_error_naming(o, "BuildOptions.cuda.tune_skip");
   o = {};

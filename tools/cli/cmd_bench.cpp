@@ -56,6 +56,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
+  add_site_order_option(c, a.site_order);
   c->add_option("--split", a.split,
                 "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape, 1 = unsplit, "
                 "2 = split in two")
@@ -202,6 +203,7 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
+  opts.cuda.site_order = site_order_of(a.site_order);
   opts.cuda.split = a.split;
   opts.cuda.tune_skip = a.tune_skip;
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;

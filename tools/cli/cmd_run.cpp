@@ -53,6 +53,7 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
   c->add_option("--tile", a.tile,
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
+  add_site_order_option(c, a.site_order);
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");
   return c;
@@ -96,6 +97,7 @@ int run_run(const RunArgs& a) {
   opts.cuda.tile = a.tile;
   opts.cuda.tuning_cache = a.tuning_cache;
   opts.cuda.offset_groups = a.offset_groups;
+  opts.cuda.site_order = site_order_of(a.site_order);
   if (from_points) opts.max_input_voxels = make_voxelizer_config(a.vox).max_voxels;
 
   const int64_t t_parse = now_ns();

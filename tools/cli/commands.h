@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "scn/engine.h"
 #include "voxel_options.h"
 
 namespace scn::cli {
@@ -19,6 +20,9 @@ CLI::Validator grid_validator();
 CLI::Validator count_list_validator();
 /// `--offset-groups N` (CudaOptions::offset_groups) for `run` and `bench`.
 void add_offset_groups_option(CLI::App* c, int& groups);
+/// `--site-order bitmap|neighbour-rows` (CudaOptions::site_order) for `run` and `bench`.
+void add_site_order_option(CLI::App* c, std::string& order);
+CudaSiteOrder site_order_of(const std::string& order);
 
 struct RunArgs {
   std::string model, features, indices, grid;
@@ -29,10 +33,11 @@ struct RunArgs {
   std::string output, output_dir;
   int repeat = 1;
   int threads = 0;
-  bool no_autotune = false;  ///< CudaOptions::autotune = false
-  std::string tile;          ///< CudaOptions::tile
-  std::string tuning_cache;  ///< CudaOptions::tuning_cache
-  int offset_groups = 0;     ///< CudaOptions::offset_groups
+  bool no_autotune = false;         ///< CudaOptions::autotune = false
+  std::string tile;                 ///< CudaOptions::tile
+  std::string tuning_cache;         ///< CudaOptions::tuning_cache
+  int offset_groups = 0;            ///< CudaOptions::offset_groups
+  std::string site_order = "auto";  ///< CudaOptions::site_order
 };
 CLI::App* add_run(CLI::App& app, RunArgs& a);
 int run_run(const RunArgs& a);
@@ -98,6 +103,7 @@ struct BenchArgs {
   std::string tile;                    ///< CudaOptions::tile
   std::string tuning_cache;            ///< CudaOptions::tuning_cache
   int offset_groups = 0;               ///< CudaOptions::offset_groups
+  std::string site_order = "auto";     ///< CudaOptions::site_order
   int split = 0;                       ///< CudaOptions::split
   std::vector<std::string> tune_skip;  ///< CudaOptions::tune_skip
   bool tune_once = false;              ///< CudaOptions::tune_bucket_factor = 0

@@ -39,4 +39,18 @@ void add_offset_groups_option(CLI::App* c, int& groups) {
       ->check(CLI::Range(0, 2));
 }
 
+void add_site_order_option(CLI::App* c, std::string& order) {
+  c->add_option("--site-order", order,
+                "CUDA: rows of the levels strided convs generate: neighbour-rows (grouped by their neighbours' kernel "
+                "rows), bitmap, or auto (neighbour-rows for batches); the same outputs either way")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "neighbour-rows", "bitmap"}));
+}
+
+CudaSiteOrder site_order_of(const std::string& order) {
+  if (order == "bitmap") return CudaSiteOrder::Bitmap;
+  if (order == "neighbour-rows") return CudaSiteOrder::NeighbourRows;
+  return CudaSiteOrder::Auto;
+}
+
 }  // namespace scn::cli

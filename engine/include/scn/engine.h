@@ -39,6 +39,20 @@ enum class CudaMapKernel {
   General = 1,  ///< one lookup per (row, offset): the plain baseline the tests compare with
 };
 
+/// Row order of the site sets strided convolutions generate (docs/cuda_backend.md "Site sets"). Either order
+/// gives bitwise the same outputs: a row's sum does not depend on its position, only the work does.
+enum class CudaSiteOrder {
+  /// NeighbourRows for engines planned for batches (BuildOptions::max_batch > 1), where the convs are bound by
+  /// their work; Bitmap for one frame, where the order's three kernels before each level cost the convs more
+  /// time than the order saves them (docs/benchmarks.md, session 22)
+  Auto = 0,
+  Bitmap = 1,  ///< rows in bitmap (key) order
+  /// rows grouped by which of their six kernel rows off the site's own plane (i0 - 1, i0 + 1) have a
+  /// neighbour, bitmap order within a group: a tile of rows then has fewer offsets and 16-row blocks with
+  /// any neighbour to multiply (sets read by a submanifold conv and not returned as sparse outputs)
+  NeighbourRows = 2,
+};
+
 /// CUDA backend settings (docs/cuda_backend.md). Validated with the rest of BuildOptions when an
 /// engine is built; a bad value is an scn::Error naming the field.
 struct CudaOptions {
@@ -61,6 +75,7 @@ struct CudaOptions {
   /// ones (exact sums) with the same bits either way.
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
+  CudaSiteOrder site_order = CudaSiteOrder::Auto;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.

@@ -54,6 +54,9 @@ void validate(const BuildOptions& o) {
             " is not a CudaProgrammaticLaunch (Off, LastTileStart, LastEpilogue)");
   const int mk = int(c.map_kernel);
   SCN_CHECK(mk >= 0 && mk <= 1, "BuildOptions.cuda.map_kernel = ", mk, " is not a CudaMapKernel (Rows, General)");
+  const int so = int(c.site_order);
+  SCN_CHECK(so >= 0 && so <= 2, "BuildOptions.cuda.site_order = ", so,
+            " is not a CudaSiteOrder (Auto, Bitmap, NeighbourRows)");
   for (const std::string& n : c.tune_skip)
     SCN_CHECK(!n.empty(), "BuildOptions.cuda.tune_skip holds an empty tile name");
   SCN_CHECK(c.tune_bucket_base >= 1, "BuildOptions.cuda.tune_bucket_base must be >= 1, got ", c.tune_bucket_base);

@@ -46,12 +46,15 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
     si.index_last = si.producer_step;
     si.coords_last = si.producer_step;
   }
+  std::vector<int> built_by(size_t(ana.num_site_sets), 0);  // generated: the strided slot's first conv
   for (int s = 0; s < ana.num_site_sets; ++s)
     if (ana.site_input[size_t(s)] < 0) {
       // generated: produced at the first conv of its strided slot
       for (const MapSlot& m : ana.maps)
-        if (m.kind == MapKind::Strided && m.out_sites == s)
+        if (m.kind == MapKind::Strided && m.out_sites == s) {
           c.sites[size_t(s)].producer_step = release[size_t(&m - &ana.maps[0])];
+          built_by[size_t(s)] = m.first_node;
+        }
     }
   auto read_index = [&](int s, int step) {
     c.sites[size_t(s)].index_last = std::max(c.sites[size_t(s)].index_last, step);
@@ -91,7 +94,18 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
     label = detail::concat("sites", s, " rank (blocks)");
     si.req_rank_block = add_req(size_t(rank_blocks(si.words)) * 4, p, si.index_last);
     label = detail::concat("sites", s, " perm");
-    si.req_perm = in.site_generated[size_t(s)] ? -1 : add_req(size_t(si.cap) * 4, p, si.index_last);
+    const bool ordered = in.site_ordered[size_t(s)];
+    si.req_perm = in.site_generated[size_t(s)] && !ordered ? -1 : add_req(size_t(si.cap) * 4, p, si.index_last);
+    if (ordered) {
+      // the temporaries of the order, from the build's release to the conv that joins it (built by then)
+      const int built = built_by[size_t(s)];
+      label = detail::concat("sites", s, " order: coords by rank");
+      si.req_order_coords = add_req(size_t(si.cap) * 16, p, built);
+      label = detail::concat("sites", s, " order: keys");
+      si.req_order_keys = add_req(size_t(si.cap), p, built);
+      label = detail::concat("sites", s, " order: key counts");
+      si.req_order_hist = add_req(size_t((site_order_blocks(si.cap) + 1) * kSiteOrderBuckets) * 4, p, built);
+    }
   }
   // Kernel maps: out_in [cap_out x K], alive from the slot's build to its last conv.
   c.map_req.assign(ana.maps.size(), -1);
@@ -157,6 +171,17 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
 }
 
 }  // namespace
+
+std::vector<bool> neighbour_row_sets(const Graph& g, const GraphAnalysis& ana, CudaSiteOrder order, int max_batch) {
+  std::vector<bool> ordered(size_t(ana.num_site_sets), false);
+  const bool on = order == CudaSiteOrder::NeighbourRows || (order == CudaSiteOrder::Auto && max_batch > 1);
+  if (!on) return ordered;
+  for (const MapSlot& m : ana.maps)
+    if (m.kind == MapKind::Subm && ana.site_input[size_t(m.in_sites)] < 0) ordered[size_t(m.in_sites)] = true;
+  for (int v : g.outputs)
+    if (g.values[size_t(v)].sparse) ordered[size_t(ana.value_sites[size_t(v)])] = false;
+  return ordered;
+}
 
 ReleasePoints plan_release_points(const std::vector<Step>& steps, const GraphAnalysis& ana, int lookahead) {
   ReleasePoints r;

@@ -16,12 +16,25 @@
 #include "plan/buffer_groups.h"
 #include "plan/memory_plan.h"
 #include "plan/steps.h"
+#include "scn/engine.h"
 #include "scn/graph.h"
 
 namespace scn {
 
 /// Words per rank block of a site bitmap (1024 x 64 bits < 65536: the local ranks fit 16 bits).
 constexpr int64_t kRankBlockWords = 1024;
+
+/// A generated set in neighbour-row order (CudaSiteOrder::NeighbourRows) is ordered by a stable counting sort of
+/// kSiteOrderBuckets keys in blocks of kSiteOrderBlockRows rows (backends/cuda/site_order.cu).
+constexpr int64_t kSiteOrderBlockRows = 256;
+constexpr int64_t kSiteOrderBuckets = 64;
+inline int64_t site_order_blocks(int64_t cap) { return (cap + kSiteOrderBlockRows - 1) / kSiteOrderBlockRows; }
+
+/// Site sets the CUDA backend keeps in neighbour-row order under `order` (Auto: when `max_batch` > 1): generated
+/// sets that a submanifold conv reads and that no graph output returns as a sparse tensor (whose indices stay
+/// in bitmap order).
+std::vector<bool> neighbour_row_sets(const Graph& graph, const GraphAnalysis& analysis, CudaSiteOrder order,
+                                     int max_batch);
 
 /// A site set's buffers in the arena.
 struct ArenaSite {
@@ -32,6 +45,8 @@ struct ArenaSite {
   int index_last = 0;   ///< last step reading bitmap / rank / perm
   int coords_last = 0;  ///< last step reading coords
   int req_coords = -1, req_bits = -1, req_rank_local = -1, req_rank_block = -1, req_perm = -1;
+  /// neighbour-row order: coords in rank order, sort keys and block histograms, alive while the set is built
+  int req_order_coords = -1, req_order_keys = -1, req_order_hist = -1;
 };
 
 /// A converted copy of a value for one reader (INT8 engines).
@@ -60,7 +75,8 @@ struct ArenaInputs {
   const ShapeInfo* shapes = nullptr;  ///< of the frame (EnginePlan::replan)
   int batch = 1;
   std::vector<int64_t> site_capacity;    ///< per site set, before clipping by the grid
-  std::vector<bool> site_generated;      ///< per site set: produced by a strided map (no perm)
+  std::vector<bool> site_generated;      ///< per site set: produced by a strided map (no perm unless ordered)
+  std::vector<bool> site_ordered;        ///< per site set: in neighbour-row order (neighbour_row_sets)
   std::function<size_t(int)> row_bytes;  ///< per value: bytes of one stored row
   std::vector<ArenaShadow> shadows;
   ReleasePoints release;

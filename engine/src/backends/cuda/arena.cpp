@@ -15,6 +15,8 @@
 namespace scn::cuda {
 
 static_assert(kRankBlock == kRankBlockWords, "the host layout sizes rank blocks as the kernels do");
+static_assert(kSiteOrderRows == kSiteOrderBlockRows && kSiteOrderKeys == kSiteOrderBuckets,
+              "the host layout sizes the order's histograms as the kernels do");
 
 void CudaEngine::ensure_planned() {
   std::vector<Int3> grids;
@@ -43,6 +45,7 @@ void CudaEngine::plan_arena() {
   for (const SiteInfo& si : sites_) {
     in.site_capacity.push_back(si.cap_build);
     in.site_generated.push_back(si.generated);
+    in.site_ordered.push_back(si.ordered);
   }
   in.row_bytes = [this](int v) { return row_bytes(v); };
   for (const Shadow& sh : shadows_) in.shadows.push_back({sh.value, sh.reader, sh.producer, sh.stride, sh.to_q});
@@ -87,6 +90,13 @@ void CudaEngine::plan_arena() {
     d.rank_block = static_cast<uint32_t*>(at(a.req_rank_block));
     d.perm = static_cast<int32_t*>(at(a.req_perm));
     d.coords = static_cast<int4*>(at(a.req_coords));
+    si.order = {};
+    if (si.ordered) {
+      si.order.coords_by_rank = static_cast<int4*>(at(a.req_order_coords));
+      si.order.keys = static_cast<uint8_t*>(at(a.req_order_keys));
+      si.order.hist = static_cast<uint32_t*>(at(a.req_order_hist));
+      si.order.blocks = site_order_blocks(a.cap);
+    }
     d.count = counts_.get<int>() + s;
     d.words = si.words;
     d.cap = si.cap;

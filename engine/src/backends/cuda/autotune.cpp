@@ -153,6 +153,8 @@ TuningCache CudaEngine::tuning_key() const {
   k.key.emplace_back("capacities", caps);
   k.key.emplace_back("split", std::to_string(opt().split));
   k.key.emplace_back("offset_groups", std::to_string(opt().offset_groups));
+  // the tiles were timed on rows in this order (either order gives the same bits, not the same times)
+  k.key.emplace_back("site_order", std::to_string(int(opt().site_order)));
   std::string skip;
   for (const std::string& t : opt().tune_skip) skip += (skip.empty() ? "" : ",") + t;
   k.key.emplace_back("tune_skip", skip);

@@ -13,6 +13,7 @@
 #include "backends/cuda/tile_choice.h"
 #include "core/input_check.h"
 #include "core/options.h"
+#include "plan/arena_layout.h"
 #include "plan/capacities.h"
 
 namespace scn {
@@ -104,9 +105,11 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
                 " taps per axis the CUDA backend supports for strided convolutions");
   }
   sites_.assign(size_t(an().num_site_sets), SiteInfo{});
+  const std::vector<bool> ordered = neighbour_row_sets(gr, an(), opt().site_order, options.max_batch);
   for (int s = 0; s < an().num_site_sets; ++s) {
     sites_[size_t(s)].cap_build = plan_->capacities.site_rows[size_t(s)];
     sites_[size_t(s)].generated = an().site_input[size_t(s)] < 0;
+    sites_[size_t(s)].ordered = ordered[size_t(s)];
   }
 
   SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking));

@@ -110,6 +110,8 @@ struct SiteInfo {
   Int3 grid{0, 0, 0};
   int64_t words = 0;
   bool generated = false;
+  bool ordered = false;  ///< generated, in neighbour-row order (CudaOptions::site_order; dev.perm set)
+  SiteOrderBuffers order;
   int producer_step = 0;
   int index_last = 0;   ///< last step reading bitmap/rank/perm
   int coords_last = 0;  ///< last step reading coords

@@ -38,13 +38,14 @@ struct ErrSlot {
 
 /// A site set on the device: coordinates plus a bitmap over (batch x grid) with a two-level
 /// popcount prefix (rank) so that "site -> row" is O(1): rank(key) = rank_block[w >> 10] +
-/// rank_local[w] + popc(bits[w] & below(key)). Generated sets are sorted by key (row = rank);
-/// input sets keep the user's row order and map rank -> row through perm.
+/// rank_local[w] + popc(bits[w] & below(key)). Generated sets are sorted by key (row = rank) or in
+/// neighbour-row order (site_order.cu); input sets keep the user's row order. Both map rank -> row
+/// through perm.
 struct SiteIndex {
   uint64_t* bits = nullptr;        ///< [words]
   uint16_t* rank_local = nullptr;  ///< [words] prefix within its block of kRankBlock words
   uint32_t* rank_block = nullptr;  ///< [blocks] exclusive prefix of the block sums
-  int32_t* perm = nullptr;         ///< [cap] sorted rank -> row (input sets); nullptr when sorted
+  int32_t* perm = nullptr;         ///< [cap] sorted rank -> row; nullptr when row = rank
   int4* coords = nullptr;          ///< [cap] (b, i0, i1, i2)
   int* count = nullptr;            ///< device row count (already clamped to cap)
   int64_t words = 0;
@@ -88,6 +89,22 @@ void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int sm_count, cudaSt
 void launch_emit_coords(SiteIndex s, int sm_count, cudaStream_t st, bool pdl = false);
 /// Input sets: perm[rank(row's site)] = row.
 void launch_build_perm(SiteIndex s, int sm_count, cudaStream_t st, bool pdl = false);
+
+// ---- site_order.cu ----------------------------------------------------------------------------
+constexpr int kSiteOrderRows = 256;  ///< rows per group (one block) of the order's counting sort
+constexpr int kSiteOrderKeys = 64;   ///< sort keys: one bit per kernel row off the site's plane
+
+/// A generated set's temporaries while it is put in neighbour-row order.
+struct SiteOrderBuffers {
+  int4* coords_by_rank = nullptr;  ///< [cap] the emitted coordinates, row = rank
+  uint8_t* keys = nullptr;         ///< [cap]
+  uint32_t* hist = nullptr;        ///< [kSiteOrderKeys x blocks] counts per (key, group), then the key totals
+  int64_t blocks = 0;              ///< groups: ceil(cap / kSiteOrderRows)
+};
+/// Generated set `s` (bits, ranks and count built; t.coords_by_rank emitted by rank) into neighbour-row order:
+/// each row's key (which of the six kernel rows at the neighbouring planes i0 - 1 and i0 + 1 hold a site), a
+/// stable counting sort by key, then s.perm[rank] = row and s.coords[row]. Deterministic.
+void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl = false);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
 /// Which kernel builds submanifold and strided maps (both give bitwise the same map): by kernel rows

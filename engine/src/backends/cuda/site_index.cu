@@ -7,10 +7,9 @@
 //                deterministic, no sort and no host synchronisation; count = min(total, cap) and
 //                an overflow is recorded on the device
 //   lookup:      row(site) = bit set ? (perm ? perm[rank] : rank) : -1   (common.cuh)
-#include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/block/block_store.cuh>
 
+#include "backends/cuda/block_scan.cuh"
 #include "backends/cuda/common.cuh"
 
 namespace scn::cuda {
@@ -109,40 +108,17 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s, b
   if (threadIdx.x == 0) s.rank_block[blockIdx.x] = total;
 }
 
-// One block turns the block sums into an exclusive prefix (in place), in passes of 2,048 sums: each pass
-// loads them coalesced (one round trip for all; a thread walking its own contiguous run of sums waited
-// for each load in turn: ~14 us for the 10k sums of a batch of 8 frames), scans, adds the carry and stores.
-// 256 threads and 8 KB of shared memory: the map stream's block fits on an SM beside the running conv's
-// blocks; a 1024-thread block (54 registers) waited 6-8 us for a conv boundary (docs/benchmarks.md, session 18).
+// One block turns the block sums into an exclusive prefix (in place; BlockScanInPlace: ~14 us for the 10k
+// sums of a batch of 8 frames when each thread walked its own run of sums). 256 threads and 8 KB of shared
+// memory: the map stream's block fits on an SM beside the running conv's blocks; a 1024-thread block (54
+// registers) waited 6-8 us for a conv boundary (docs/benchmarks.md, session 18).
 constexpr int kRankBlocksThreads = 256;
-constexpr int kRankBlocksItems = 8;
+using RankBlocksScan = BlockScanInPlace<kRankBlocksThreads, 8>;
 __global__ void __launch_bounds__(kRankBlocksThreads)
     rank_blocks_kernel(SiteIndex s, int64_t nblocks, bool set_count, ErrSlot* err, bool let_next) {
   wait_previous_kernel(let_next);
-  using Load = cub::BlockLoad<uint32_t, kRankBlocksThreads, kRankBlocksItems, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-  using Store = cub::BlockStore<uint32_t, kRankBlocksThreads, kRankBlocksItems, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-  using Scan = cub::BlockScan<uint32_t, kRankBlocksThreads>;
-  __shared__ union {
-    typename Load::TempStorage load;
-    typename Store::TempStorage store;
-    typename Scan::TempStorage scan;
-  } tmp;
-  constexpr int kPass = kRankBlocksThreads * kRankBlocksItems;
-  uint32_t carry = 0;
-  for (int64_t base = 0; base < nblocks; base += kPass) {
-    const int valid = int(nblocks - base < kPass ? nblocks - base : kPass);
-    uint32_t v[kRankBlocksItems];
-    Load(tmp.load).Load(s.rank_block + base, v, valid, 0u);
-    __syncthreads();
-    uint32_t total = 0;
-    Scan(tmp.scan).ExclusiveSum(v, v, total);
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kRankBlocksItems; ++j) v[j] += carry;
-    Store(tmp.store).Store(s.rank_block + base, v, valid);
-    __syncthreads();
-    carry += total;
-  }
+  __shared__ RankBlocksScan::TempStorage tmp;
+  const uint32_t carry = RankBlocksScan::run(tmp, s.rank_block, nblocks);
   if (threadIdx.x == 0 && set_count) {
     const int64_t t = int64_t(carry);
     if (t > s.cap) record_error(err + kErrOverflow, 0, t, s.cap);

@@ -1,0 +1,137 @@
+// Generated site sets in neighbour-row order (CudaOptions::site_order, docs/cuda_backend.md "Site sets").
+//
+// A conv tile multiplies an offset's 16-row block (osplit, the mma.sync tiles) or a whole offset step (the
+// wgmma tiles) when any of its rows has a neighbour there. In bitmap order a tile mixes rows at the edge of
+// the occupied region with rows inside it, so nearly every block of every offset runs. Grouping rows by
+// which kernel rows at the neighbouring planes (i0 - 1, i0 + 1) hold a site — six bits, bitmap order within
+// a group — leaves whole offsets and blocks without a neighbour. Each output row's sum is the same
+// wherever the row sits, so the outputs are bitwise those of bitmap order; only the work changes.
+//
+//   order_keys_kernel:    key per row (by rank), a histogram of keys per group of kSiteOrderRows rows
+//   order_scan_kernel:    a block per key: exclusive prefix of its counts over the groups, and its total
+//   order_scatter_kernel: row = rows of smaller keys + rows of the same key in earlier groups + in its
+//                         own group before it (stable), perm[rank] = row, coords[row] = the rank's coordinates
+// Three short launches of one row per thread: on the map stream beside the convs, a kernel's latency chain
+// (not its bytes) is what the next level's first conv may wait for.
+#include "backends/cuda/block_scan.cuh"
+#include "backends/cuda/common.cuh"
+
+namespace scn::cuda {
+
+namespace {
+
+constexpr int kOrderThreads = kSiteOrderRows;  // one row per thread, one group of rows per block
+constexpr int kOrderWarps = kOrderThreads / 32;
+static_assert(kOrderThreads % 32 == 0 && kOrderThreads <= 1024, "order block layout");
+static_assert(kSiteOrderKeys <= kOrderThreads && kSiteOrderKeys <= 255, "one thread per key; keys fit a byte");
+
+/// Groups of rows that hold rows of the frame: ceil(n / kSiteOrderRows).
+__device__ __forceinline__ int64_t order_groups(const SiteIndex& s) {
+  return (rows_of(s.count, s.cap) + kSiteOrderRows - 1) / kSiteOrderRows;
+}
+
+/// Bit q of the key: kernel row q of the six at i0 - 1 (q = 0..2: i1 - 1, i1, i1 + 1) and i0 + 1 (q = 3..5)
+/// holds a site among i2 - 1 .. i2 + 1. Every bitmap word is loaded before any is tested.
+__device__ __forceinline__ uint32_t neighbour_rows_key(const SiteIndex& s, int4 c) {
+  const int lo = c.w > 0 ? c.w - 1 : 0, hi = c.w + 1 < s.s2 ? c.w + 1 : s.s2 - 1;
+  int64_t first[6];
+  uint64_t w0[6], w1[6];
+#pragma unroll
+  for (int q = 0; q < 6; ++q) {
+    const int i0 = c.y + (q < 3 ? -1 : 1), i1 = c.z + q % 3 - 1;
+    const bool line = site_line_in_grid(s, c.x, i0, i1);
+    first[q] = line ? site_key<int64_t>(s, c.x, i0, i1, lo) : -1;
+    const int64_t last = first[q] + (hi - lo);
+    w0[q] = line ? __ldg(s.bits + (first[q] >> 6)) : 0u;
+    w1[q] = line && (last >> 6) != (first[q] >> 6) ? __ldg(s.bits + (last >> 6)) : w0[q];
+  }
+  uint32_t key = 0;
+#pragma unroll
+  for (int q = 0; q < 6; ++q) {
+    if (first[q] < 0) continue;
+    // the candidates' bits: up to three from bit (first & 63) of w0 on, continuing into w1
+    const int b = int(first[q] & 63), n = hi - lo + 1;
+    const uint64_t span = (uint64_t(1) << n) - 1u;
+    const uint64_t in0 = (w0[q] >> b) & span;
+    const uint64_t in1 = b + n > 64 ? (w1[q] << (64 - b)) & span : 0u;
+    key |= uint32_t((in0 | in1) != 0) << q;
+  }
+  return key;
+}
+
+__global__ void __launch_bounds__(kOrderThreads) order_keys_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
+  wait_previous_kernel(let_next);
+  if (blockIdx.x >= order_groups(s)) return;  // block-uniform
+  __shared__ uint32_t hist[kSiteOrderKeys];
+  if (threadIdx.x < kSiteOrderKeys) hist[threadIdx.x] = 0;
+  __syncthreads();
+  const int64_t r = int64_t(blockIdx.x) * kSiteOrderRows + threadIdx.x;
+  if (r < rows_of(s.count, s.cap)) {
+    const uint32_t key = neighbour_rows_key(s, t.coords_by_rank[r]);
+    t.keys[r] = uint8_t(key);
+    atomicAdd(&hist[key], 1u);  // a count: the order of the additions does not matter
+  }
+  __syncthreads();
+  if (threadIdx.x < kSiteOrderKeys) t.hist[int64_t(threadIdx.x) * t.blocks + blockIdx.x] = hist[threadIdx.x];
+}
+
+// Block k: the exclusive prefix of key k's counts over the groups (in place) and key k's total, stored after
+// the histograms. The keys' scans are independent: one block each, all at once.
+using OrderScan = BlockScanInPlace<256, 8>;
+
+__global__ void __launch_bounds__(256) order_scan_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
+  wait_previous_kernel(let_next);
+  __shared__ OrderScan::TempStorage tmp;
+  const uint32_t total = OrderScan::run(tmp, t.hist + int64_t(blockIdx.x) * t.blocks, order_groups(s));
+  if (threadIdx.x == 0) t.hist[int64_t(kSiteOrderKeys) * t.blocks + blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
+  wait_previous_kernel(let_next);
+  if (blockIdx.x >= order_groups(s)) return;                  // block-uniform
+  __shared__ uint32_t total[kSiteOrderKeys];                  // rows per key in the set
+  __shared__ uint32_t per_warp[kOrderWarps][kSiteOrderKeys];  // the group's rows per warp and key
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int64_t r = int64_t(blockIdx.x) * kSiteOrderRows + threadIdx.x;
+  const bool valid = r < rows_of(s.count, s.cap);
+  // the row's own loads first: they overlap the key totals' loads and prefix
+  const uint32_t key = valid ? t.keys[r] : 0xffu;  // 0xff: no row (a group of its own, skipped)
+  const int4 c = valid ? t.coords_by_rank[r] : int4{};
+  uint32_t in_groups = 0;  // thread k < kSiteOrderKeys: rows of key k in the groups before this one
+  if (threadIdx.x < kSiteOrderKeys) {
+    total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * t.blocks + threadIdx.x];
+    in_groups = t.hist[int64_t(threadIdx.x) * t.blocks + blockIdx.x];
+    for (int w = 0; w < kOrderWarps; ++w) per_warp[w][threadIdx.x] = 0;
+  }
+  __syncthreads();
+  const uint32_t same = __match_any_sync(0xffffffffu, key);
+  const uint32_t before_in_warp = uint32_t(__popc(same & ((1u << lane) - 1u)));
+  if (valid && before_in_warp == 0) per_warp[warp][key] = uint32_t(__popc(same));
+  // thread k: the first row of key k in this group = rows of smaller keys + rows of key k in earlier groups
+  uint32_t first = in_groups;
+  if (threadIdx.x < kSiteOrderKeys)
+    for (int k = 0; k < int(threadIdx.x); ++k) first += total[k];
+  __syncthreads();  // per_warp complete; every thread has read `total`
+  if (threadIdx.x < kSiteOrderKeys) total[threadIdx.x] = first;
+  __syncthreads();
+  if (valid) {
+    uint32_t row = total[key] + before_in_warp;
+    for (int w = 0; w < warp; ++w) row += per_warp[w][key];
+    s.perm[r] = int32_t(row);
+    s.coords[row] = c;
+  }
+}
+
+}  // namespace
+
+void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int, cudaStream_t st, bool pdl) {
+  const unsigned blocks = unsigned(t.blocks);
+  launch_kernel(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t, pdl);
+  SCN_CUDA_LAUNCHED();
+  launch_kernel(order_scan_kernel, unsigned(kSiteOrderKeys), 256, 0, st, pdl, s, t, pdl);
+  SCN_CUDA_LAUNCHED();
+  launch_kernel(order_scatter_kernel, blocks, kOrderThreads, 0, st, pdl, s, t, pdl);
+  SCN_CUDA_LAUNCHED();
+}
+
+}  // namespace scn::cuda
