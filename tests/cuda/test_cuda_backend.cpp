@@ -401,12 +401,14 @@ TEST(CudaBackend, Deterministic) {
   auto e3 = b.build(plain);
   EXPECT_TRUE(first == to_bytes(run(*e3, {in}).outputs[0])) << "heuristic configs differ from tuned ones";
   {
-    // generated levels in neighbour-row order against the default (bitmap order for one frame): each row's
-    // sum does not depend on where the row sits
-    BuildOptions o = cuda_options(true);
-    o.cuda.site_order = CudaSiteOrder::NeighbourRows;
-    auto e6 = b.build(o);
-    EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "generated sets in neighbour-row order differ";
+    // every generated level in neighbour-row order, and every one in bitmap order, against the default (the
+    // 64- and 128-channel levels in neighbour-row order): a row's sum does not depend on where the row sits
+    for (const CudaSiteOrder order : {CudaSiteOrder::NeighbourRows, CudaSiteOrder::Bitmap}) {
+      BuildOptions o = cuda_options(true);
+      o.cuda.site_order = order;
+      auto e6 = b.build(o);
+      EXPECT_TRUE(first == to_bytes(run(*e6, {in}).outputs[0])) << "site order " << int(order) << " differs";
+    }
   }
   {
     // the default map kernels (by kernel rows) against the plain one-lookup-per-entry baseline

@@ -42,7 +42,7 @@ void add_offset_groups_option(CLI::App* c, int& groups) {
 void add_site_order_option(CLI::App* c, std::string& order) {
   c->add_option("--site-order", order,
                 "CUDA: rows of the levels strided convs generate: neighbour-rows (grouped by their neighbours' kernel "
-                "rows), bitmap, or auto (neighbour-rows for batches); the same outputs either way")
+                "rows), bitmap, or auto (neighbour-rows at levels of 64 or more channels); the same outputs either way")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "neighbour-rows", "bitmap"}));
 }

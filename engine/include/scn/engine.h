@@ -42,14 +42,14 @@ enum class CudaMapKernel {
 /// Row order of the site sets strided convolutions generate (docs/cuda_backend.md "Site sets"). Either order
 /// gives bitwise the same outputs: a row's sum does not depend on its position, only the work does.
 enum class CudaSiteOrder {
-  /// NeighbourRows for engines planned for batches (BuildOptions::max_batch > 1), where the convs are bound by
-  /// their work; Bitmap for one frame, where the order's three kernels before each level cost the convs more
-  /// time than the order saves them (docs/benchmarks.md, session 22)
+  /// NeighbourRows for the sets whose submanifold convs all have 64 or more input channels: their wgmma tiles
+  /// skip whole offset steps; at the 16/32-channel levels the order's three kernels cost more than it saves
+  /// (docs/benchmarks.md, session 22)
   Auto = 0,
   Bitmap = 1,  ///< rows in bitmap (key) order
   /// rows grouped by which of their six kernel rows off the site's own plane (i0 - 1, i0 + 1) have a
   /// neighbour, bitmap order within a group: a tile of rows then has fewer offsets and 16-row blocks with
-  /// any neighbour to multiply (sets read by a submanifold conv and not returned as sparse outputs)
+  /// any neighbour to multiply (every set read by a submanifold conv and not returned as a sparse output)
   NeighbourRows = 2,
 };
 

@@ -72,7 +72,7 @@ ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, c
   in.batch = batch;
   in.site_capacity = caps;
   for (int s = 0; s < an->num_site_sets; ++s) in.site_generated.push_back(an->site_input[size_t(s)] < 0);
-  in.site_ordered = neighbour_row_sets(*g, *an, options.cuda.site_order, options.max_batch);
+  in.site_ordered = neighbour_row_sets(*g, *an, options.cuda.site_order);
   in.row_bytes = [&graph](int v) { return size_t((graph.values[size_t(v)].channels + 15) / 16 * 16) * 2; };
   in.release = plan_release_points(plan.steps, *an, options.cuda.map_lookahead);
   const ArenaLayout lay = plan_arena_layout(in);

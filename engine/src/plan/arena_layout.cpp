@@ -172,12 +172,18 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
 
 }  // namespace
 
-std::vector<bool> neighbour_row_sets(const Graph& g, const GraphAnalysis& ana, CudaSiteOrder order, int max_batch) {
+std::vector<bool> neighbour_row_sets(const Graph& g, const GraphAnalysis& ana, CudaSiteOrder order) {
   std::vector<bool> ordered(size_t(ana.num_site_sets), false);
-  const bool on = order == CudaSiteOrder::NeighbourRows || (order == CudaSiteOrder::Auto && max_batch > 1);
-  if (!on) return ordered;
+  if (order == CudaSiteOrder::Bitmap) return ordered;
+  // per generated set: read by a submanifold conv, and the fewest input channels of those convs
+  std::vector<int> narrowest(size_t(ana.num_site_sets), INT_MAX);
   for (const MapSlot& m : ana.maps)
-    if (m.kind == MapKind::Subm && ana.site_input[size_t(m.in_sites)] < 0) ordered[size_t(m.in_sites)] = true;
+    if (m.kind == MapKind::Subm && ana.site_input[size_t(m.in_sites)] < 0)
+      for (int n : m.nodes)
+        narrowest[size_t(m.in_sites)] = std::min(narrowest[size_t(m.in_sites)], g.nodes[size_t(n)].conv.in_channels);
+  for (int s = 0; s < ana.num_site_sets; ++s)
+    ordered[size_t(s)] = narrowest[size_t(s)] != INT_MAX &&
+                         (order == CudaSiteOrder::NeighbourRows || narrowest[size_t(s)] >= kSiteOrderAutoChannels);
   for (int v : g.outputs)
     if (g.values[size_t(v)].sparse) ordered[size_t(ana.value_sites[size_t(v)])] = false;
   return ordered;

@@ -30,11 +30,14 @@ constexpr int64_t kSiteOrderBlockRows = 256;
 constexpr int64_t kSiteOrderBuckets = 64;
 inline int64_t site_order_blocks(int64_t cap) { return (cap + kSiteOrderBlockRows - 1) / kSiteOrderBlockRows; }
 
-/// Site sets the CUDA backend keeps in neighbour-row order under `order` (Auto: when `max_batch` > 1): generated
-/// sets that a submanifold conv reads and that no graph output returns as a sparse tensor (whose indices stay
-/// in bitmap order).
-std::vector<bool> neighbour_row_sets(const Graph& graph, const GraphAnalysis& analysis, CudaSiteOrder order,
-                                     int max_batch);
+/// CudaSiteOrder::Auto orders a set when every submanifold conv reading it has at least this many input channels:
+/// the wgmma tiles of those convs skip whole offset steps (docs/benchmarks.md, session 22).
+constexpr int kSiteOrderAutoChannels = 64;
+
+/// Site sets the CUDA backend keeps in neighbour-row order under `order`: generated sets that a submanifold conv
+/// reads (Auto: of kSiteOrderAutoChannels or more) and that no graph output returns as a sparse tensor (whose
+/// indices stay in bitmap order).
+std::vector<bool> neighbour_row_sets(const Graph& graph, const GraphAnalysis& analysis, CudaSiteOrder order);
 
 /// A site set's buffers in the arena.
 struct ArenaSite {

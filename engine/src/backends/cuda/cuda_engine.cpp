@@ -105,7 +105,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
                 " taps per axis the CUDA backend supports for strided convolutions");
   }
   sites_.assign(size_t(an().num_site_sets), SiteInfo{});
-  const std::vector<bool> ordered = neighbour_row_sets(gr, an(), opt().site_order, options.max_batch);
+  const std::vector<bool> ordered = neighbour_row_sets(gr, an(), opt().site_order);
   for (int s = 0; s < an().num_site_sets; ++s) {
     sites_[size_t(s)].cap_build = plan_->capacities.site_rows[size_t(s)];
     sites_[size_t(s)].generated = an().site_input[size_t(s)] < 0;
