@@ -27,22 +27,38 @@ inline int grid_for(int64_t n, int threads, int sm_count, int per_sm = 8) {
 /// newer), so they may launch programmatically (launch.cu; one answer per device).
 bool pdl_image();
 
-/// Launches `kernel` as a programmatic dependent launch (PDL; the caller checked pdl_image()): it may start
-/// while the kernel before it on `st` runs, and waits (griddepcontrol.wait) before it reads what that
-/// kernel writes.
+/// The launch attribute of clusters of `z` CTAs along the grid's z axis (the split tiles' CTAs that share a tile).
+inline cudaLaunchAttribute cluster_z_attribute(unsigned z) {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = z;
+  return a;
+}
+
+/// Launches `kernel` through cudaLaunchKernelEx: as a programmatic dependent launch when `programmatic` (PDL; the
+/// caller checked pdl_image(): it may start while the kernel before it on `st` runs, and waits
+/// (griddepcontrol.wait) before it reads what that kernel writes), in clusters of `cluster_z` CTAs when > 1.
 template <class... Params, class... Args>
-void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                         Args&&... args) {
+void launch_ex(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, bool programmatic,
+               unsigned cluster_z, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = st;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cluster_z > 1) attr[n++] = cluster_z_attribute(cluster_z);
+  if (programmatic) {
+    attr[n] = cudaLaunchAttribute{};
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
   SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
@@ -52,9 +68,18 @@ template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, bool pdl,
                    Args&&... args) {
   if (pdl && pdl_image())
-    launch_programmatic(kernel, grid, block, smem, st, std::forward<Args>(args)...);
+    launch_ex(kernel, grid, block, smem, st, true, 1, std::forward<Args>(args)...);
   else
     kernel<<<grid, block, smem, st>>>(std::forward<Args>(args)...);
+}
+
+/// Launches a site-index or map kernel, whose last parameter is `let_next` (wait_previous_kernel): as a
+/// programmatic launch when `pdl` (launch_kernel), and then letting its own successor launch early — the two
+/// always go together, so the rule is stated here once and not at every call.
+template <typename... Params, typename... Args>
+void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, bool pdl,
+                    Args&&... args) {
+  launch_kernel(kernel, grid, block, smem, st, pdl, std::forward<Args>(args)..., pdl);
 }
 
 /// First statement of a site-index or map kernel, which may launch programmatically (launch_kernel): waits

@@ -54,16 +54,6 @@ PerDevice<LaunchLimits>& limits() {
 
 const LaunchLimits& current_limits() { return limits().get(current_cuda_device(), "igemm_init"); }
 
-/// The launch attribute of a split tile: clusters of `split` CTAs along z (the offsets they share).
-cudaLaunchAttribute split_cluster(int split) {
-  cudaLaunchAttribute a{};
-  a.id = cudaLaunchAttributeClusterDimension;
-  a.val.clusterDim.x = 1;
-  a.val.clusterDim.y = 1;
-  a.val.clusterDim.z = unsigned(split);
-  return a;
-}
-
 }  // namespace
 
 int igemm_num_configs() { return int(instances().size()); }
@@ -151,7 +141,7 @@ void igemm_init() {
         lc.gridDim = dim3(1, 1, unsigned(in.cfg.split));
         lc.blockDim = dim3(unsigned(in.threads));
         lc.dynamicSmemBytes = in.smem;
-        cudaLaunchAttribute cl = split_cluster(in.cfg.split);
+        cudaLaunchAttribute cl = cluster_z_attribute(unsigned(in.cfg.split));
         lc.attrs = &cl;
         lc.numAttrs = 1;
         SCN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&l.max_clusters[i], fn, &lc));
@@ -174,26 +164,10 @@ void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool
   const int64_t gx = tiles < resident ? tiles : resident;
   dim3 grid(unsigned(gx < 1 ? 1 : gx), unsigned(ny), unsigned(split));
   pdl = pdl && pdl_image();
-  if (split == 1 && !pdl) {
+  if (split == 1 && !pdl)
     in.kernel<<<grid, in.threads, in.smem, st>>>(a);
-  } else {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(unsigned(in.threads));
-    cfg.dynamicSmemBytes = in.smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[2];
-    unsigned na = 0;
-    if (split > 1) attr[na++] = split_cluster(split);
-    if (pdl) {
-      attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[na].val.programmaticStreamSerializationAllowed = 1;
-      ++na;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = na;
-    SCN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, in.kernel, a));
-  }
+  else
+    launch_ex(in.kernel, grid, dim3(unsigned(in.threads)), in.smem, st, pdl, unsigned(split), a);
   SCN_CUDA_LAUNCHED();
 }
 

@@ -174,12 +174,12 @@ bool rows3(const SiteIndex& rows, const MapGeom& g, const SiteIndex& look) {
 void launch_subm_map(SiteIndex s, MapGeom g, int32_t* out_in, MapKernel kind, int sm, cudaStream_t st, bool pdl) {
   const unsigned grid = unsigned(grid_for(s.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(s, g, s))
-    launch_kernel(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
+    launch_chained(rows3_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in, pdl);
+    launch_chained(rows_map_kernel<MapMode::Subm>, grid, 256, 0, st, pdl, s, s, g, out_in);
   else
-    launch_kernel(map_kernel<MapMode::Subm>, unsigned(map_grid(s.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, s, s,
-                  g, out_in, pdl);
+    launch_chained(map_kernel<MapMode::Subm>, unsigned(map_grid(s.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, s, s,
+                   g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -187,18 +187,18 @@ void launch_strided_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in,
                         cudaStream_t st, bool pdl) {
   const unsigned grid = unsigned(grid_for(out.cap * g.k0 * g.k1, 256, sm, 16));
   if (kind == MapKernel::Rows && rows3(out, g, in))
-    launch_kernel(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
+    launch_chained(rows3_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else if (kind == MapKernel::Rows)
-    launch_kernel(rows_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in, pdl);
+    launch_chained(rows_map_kernel<MapMode::Strided>, grid, 256, 0, st, pdl, out, in, g, out_in);
   else
-    launch_kernel(map_kernel<MapMode::Strided>, unsigned(map_grid(out.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl,
-                  out, in, g, out_in, pdl);
+    launch_chained(map_kernel<MapMode::Strided>, unsigned(map_grid(out.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl,
+                   out, in, g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 
 void launch_inverse_map(SiteIndex in, SiteIndex out, MapGeom g, int32_t* out_in, int sm, cudaStream_t st, bool pdl) {
-  launch_kernel(map_kernel<MapMode::Inverse>, unsigned(map_grid(in.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, in,
-                out, g, out_in, pdl);
+  launch_chained(map_kernel<MapMode::Inverse>, unsigned(map_grid(in.cap, sm)), dim3(32, kRowsPerBlock), 0, st, pdl, in,
+                 out, g, out_in);
   SCN_CUDA_LAUNCHED();
 }
 

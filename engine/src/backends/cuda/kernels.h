@@ -72,7 +72,7 @@ struct MapGeom {
 };
 
 // ---- site_index.cu ----------------------------------------------------------------------------
-// `pdl` (here and in kernel_map.cu): launch programmatically (launch_kernel, common.cuh); each of these
+// `pdl` (here, in site_order.cu and kernel_map.cu): launch programmatically (launch_chained, common.cuh); each of these
 // kernels first waits for the kernel before it on the stream, so any predecessor is safe, and then lets the
 // next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel).
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)

@@ -215,9 +215,9 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
 
 void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st, bool pdl) {
   const int64_t nb = rank_blocks(s.words);
-  launch_kernel(rank_local_kernel, unsigned(nb), kRankThreads, 0, st, pdl, s, pdl);
+  launch_chained(rank_local_kernel, unsigned(nb), kRankThreads, 0, st, pdl, s);
   SCN_CUDA_LAUNCHED();
-  launch_kernel(rank_blocks_kernel, 1, kRankBlocksThreads, 0, st, pdl, s, nb, set_count, err, pdl);
+  launch_chained(rank_blocks_kernel, 1, kRankBlocksThreads, 0, st, pdl, s, nb, set_count, err);
   SCN_CUDA_LAUNCHED();
 }
 
@@ -228,14 +228,13 @@ void launch_emit_coords(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
   const int64_t per = s.words / (int64_t(sm) * 64);
   const int group = per < 1 ? 1 : per > 32 ? 32 : int(per);
   const int64_t warps = (s.words + group - 1) / group;
-  launch_kernel(emit_coords_kernel, grid_for(warps * 32, 128, sm, 16), 128, 0, st, pdl, s, group, pdl);
+  launch_chained(emit_coords_kernel, grid_for(warps * 32, 128, sm, 16), 128, 0, st, pdl, s, group);
   SCN_CUDA_LAUNCHED();
 }
 
 void launch_build_perm(SiteIndex s, int sm, cudaStream_t st, bool pdl) {
-  with_site_key(s, [&](auto k) {
-    launch_kernel(build_perm_kernel<decltype(k)>, grid_for(s.cap, 256, sm), 256, 0, st, pdl, s, pdl);
-  });
+  with_site_key(
+      s, [&](auto k) { launch_chained(build_perm_kernel<decltype(k)>, grid_for(s.cap, 256, sm), 256, 0, st, pdl, s); });
   SCN_CUDA_LAUNCHED();
 }
 

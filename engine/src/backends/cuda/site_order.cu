@@ -126,11 +126,11 @@ __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex 
 
 void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int, cudaStream_t st, bool pdl) {
   const unsigned blocks = unsigned(t.blocks);
-  launch_kernel(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t, pdl);
+  launch_chained(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
-  launch_kernel(order_scan_kernel, unsigned(kSiteOrderKeys), 256, 0, st, pdl, s, t, pdl);
+  launch_chained(order_scan_kernel, unsigned(kSiteOrderKeys), 256, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
-  launch_kernel(order_scatter_kernel, blocks, kOrderThreads, 0, st, pdl, s, t, pdl);
+  launch_chained(order_scatter_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
 }
 
