@@ -99,24 +99,25 @@ inline std::vector<OpCase> op_cases() {
     c.inputs = {test::random_input(3000, 16, {16, 40, 40}, 1, 23)};
     v.push_back(c);
   }
-  // A generated set read by a submanifold conv: kept in neighbour-row order by default (CudaSiteOrder), through
-  // a densify and through an inverse conv's lookups into it.
+  // A generated set read by a submanifold conv (CudaSiteOrder: in neighbour-row order by default at 64 channels,
+  // in bitmap order by default at 32), through a densify and through an inverse conv's lookups into it.
   for (const bool dense : {true, false}) {
     OpCase c;
-    c.name = dense ? "strided_subm_dense" : "strided_subm_inverse";
+    c.name = dense ? "strided_subm64_dense" : "strided_subm32_inverse";
     c.build = [dense, name = c.name]() {
+      const int ch = dense ? 64 : 32;
       EngineBuilder b(name);
       ValueId x = b.push_input("0", 16);
       ValueId y =
-          b.push_sparse_conv("down", x, conv(16, 32, {3, 3, 3}, {2, 2, 2}, false, 27, Activation::ReLU, "spconv1"));
-      y = b.push_sparse_conv("subm", y, conv(32, 32, {3, 3, 3}, {1, 1, 1}, true, 28, Activation::ReLU, "subm1"));
+          b.push_sparse_conv("down", x, conv(16, ch, {3, 3, 3}, {2, 2, 2}, false, 27, Activation::ReLU, "spconv1"));
+      y = b.push_sparse_conv("subm", y, conv(ch, ch, {3, 3, 3}, {1, 1, 1}, true, 28, Activation::ReLU, "subm1"));
       if (dense) {
         DenseAttrs d;
         d.input_spatial_shape = {8, 20, 20};
-        d.output_shape = {1, 32, 8, 20, 20};
+        d.output_shape = {1, ch, 8, 20, 20};
         b.push_output(b.push_dense("scatter", y, d));
       } else {
-        ConvAttrs inv = conv(32, 16, {3, 3, 3}, {2, 2, 2}, false, 29, Activation::ReLU, "spconv1");
+        ConvAttrs inv = conv(ch, 16, {3, 3, 3}, {2, 2, 2}, false, 29, Activation::ReLU, "spconv1");
         inv.inverse = true;
         b.push_output(b.push_sparse_conv("up", y, inv));
       }
@@ -210,9 +211,9 @@ inline std::string first_tile(const std::vector<std::string>& names,
 }
 
 /// The CUDA option variants: autotune off, map stream off / 3 ahead, priorities off, each
-/// programmatic-launch mode, the general map kernel (the baseline), generated sets in neighbour-row order, split 1,
-/// and one forced tile of
-/// each family the build has (plain mma.sync, TMA weights, 8 warps, offset groups, register cap, wgmma).
+/// programmatic-launch mode, the general map kernel (the baseline), generated sets in neighbour-row and in bitmap
+/// order, split 1, and one forced tile of each family the build has (plain mma.sync, TMA weights, 8 warps, offset
+/// groups, register cap, wgmma).
 inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles) {
   std::vector<Variant> v;
   v.push_back({"default", [](CudaOptions&) {}, SplitClass::Default});
@@ -228,6 +229,7 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
   v.push_back({"site_order_neighbour_rows", [](CudaOptions& o) { o.site_order = CudaSiteOrder::NeighbourRows; },
                SplitClass::Default});
+  v.push_back({"site_order_bitmap", [](CudaOptions& o) { o.site_order = CudaSiteOrder::Bitmap; }, SplitClass::Default});
   v.push_back({"split1",
                [](CudaOptions& o) {
                  o.split = 1;

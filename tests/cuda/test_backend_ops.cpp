@@ -87,7 +87,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     seen["priorities"] += !o.stream_priorities;
     seen["pdl"] += o.programmatic_launch != CudaProgrammaticLaunch::LastEpilogue;
     seen["map_kernel"] += o.map_kernel == CudaMapKernel::General;
-    seen["site_order"] += o.site_order == CudaSiteOrder::NeighbourRows;
+    seen["site_order"] += o.site_order != CudaSiteOrder::Auto;
     seen["split"] += o.split == 1;
     seen["offset_groups"] += o.offset_groups == 2;
     seen["tile"] += !o.tile.empty();
@@ -100,6 +100,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     EXPECT_GE(seen[k], 1) << k;
   EXPECT_GE(seen["offset_groups"], 2) << "two variants of the osplit class, so it is compared bitwise";
   EXPECT_GE(seen["pdl"], 2);
+  EXPECT_EQ(seen["site_order"], 2) << "both explicit orders, each compared bitwise with the default's";
   EXPECT_EQ(seen["tile"], 6) << "one forced tile per family (mma, tma, w8, group, regcap, wgmma)";
 }
 
