@@ -352,12 +352,16 @@ TEST(CudaBackend, EmptyOneVoxelAndBatch) {
     x = b.push_sparse_conv("conv0", x,
                            random_conv(5, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 41, Activation::ReLU));
     ValueId y = b.push_sparse_conv(
-        "conv1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 42, Activation::ReLU));
+        "conv1", x, random_conv(16, 64, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 42, Activation::ReLU));
+    // a 64-channel submanifold conv on the generated set: that set is in neighbour-row order by default
+    // (CudaSiteOrder::Auto), so its order is run on no site, one site and a batch
+    y = b.push_sparse_conv("conv2", y,
+                           random_conv(64, 64, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 45, Activation::ReLU));
     DenseAttrs d;
     d.input_spatial_shape = {5, 8, 8};
-    d.output_shape = {batch, 32, 5, 8, 8};
+    d.output_shape = {batch, 64, 5, 8, 8};
     ValueId dense = b.push_dense("scatter0", y, d);
-    b.push_output(b.push_reshape("reshape0", dense, {batch, 32 * 5, 8, 8}));
+    b.push_output(b.push_reshape("reshape0", dense, {batch, 64 * 5, 8, 8}));
     b.push_output(x);
     return b;
   };
