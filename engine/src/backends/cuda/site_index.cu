@@ -5,7 +5,8 @@
 //   strided set: for every (input, offset) pair landing on an output site: atomicOr(bit(site));
 //                rank; coords[rank] = site for every set bit -> output sites sorted by key,
 //                deterministic, no sort and no host synchronisation; count = min(total, cap) and
-//                an overflow is recorded on the device
+//                an overflow is recorded on the device (a set in neighbour-row order: its coordinates by
+//                rank go to a temporary, and site_order.cu writes perm and coords)
 //   lookup:      row(site) = bit set ? (perm ? perm[rank] : rank) : -1   (common.cuh)
 #include <cub/block/block_scan.cuh>
 
