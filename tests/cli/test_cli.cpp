@@ -408,6 +408,17 @@ TEST_F(Cli, InspectMemoryPrintsTheArenaAtTheBoundsAndFittedToAFrame) {
   EXPECT_EQ(fitted, std::max<int64_t>(256, (kRows * 3 + 1) / 2)) << r.out;
   // --memory needs --grid
   EXPECT_EQ(scn_cli("inspect " + quote(model_) + " --memory").code, 2);
+  // --site-order: only a generated set that a submanifold conv reads is put in neighbour-row order, and this
+  // model has none (its generated sets feed strided convs), so no set gets a perm or the order's temporaries
+  // (the sets that do: ArenaLayout.NeighbourRowOrderBuffers); an unknown order is a usage error
+  const std::string base = "inspect " + quote(model_) + " --grid 9x8x8 --memory --frame " + quote(indices_);
+  const Result ordered = scn_cli(base + " --site-order neighbour-rows");
+  ASSERT_EQ(ordered.code, 0) << ordered.out << ordered.err;
+  EXPECT_NE(ordered.out.find("sites1 coords"), std::string::npos) << ordered.out;
+  EXPECT_EQ(ordered.out.find("sites1 perm"), std::string::npos) << ordered.out;
+  EXPECT_EQ(ordered.out.find("order: keys"), std::string::npos) << ordered.out;
+  EXPECT_EQ(scn_cli(base + " --site-order sorted").code, 2);
+  EXPECT_EQ(scn_cli("inspect " + quote(model_) + " --site-order bitmap").code, 2) << "--site-order needs --memory";
 }
 
 TEST_F(Cli, InspectReportsEveryValidationError) {

@@ -33,6 +33,7 @@ CLI::App* add_inspect(CLI::App& app, InspectArgs& a) {
   c->add_option("--capacity-margin", a.capacity_margin, "With --frame: rows planned per measured row")
       ->needs(mem)
       ->check(CLI::Range(1.0, 16.0));
+  add_site_order_option(c, a.site_order)->needs(mem);
   return c;
 }
 
@@ -60,6 +61,7 @@ void print_memory(const Graph& g, const InspectArgs& args) {
   o.max_batch = args.batch;
   o.max_input_voxels = args.max_voxels;
   if (args.capacity_margin > 0) o.capacity_margin = args.capacity_margin;
+  o.cuda.site_order = site_order_of(args.site_order);
   // the frame is measured once (CPU kernel maps), then planned at the bounds and fitted
   std::vector<int64_t> rows;
   if (!args.frame_indices.empty())

@@ -20,8 +20,8 @@ CLI::Validator grid_validator();
 CLI::Validator count_list_validator();
 /// `--offset-groups N` (CudaOptions::offset_groups) for `run` and `bench`.
 void add_offset_groups_option(CLI::App* c, int& groups);
-/// `--site-order bitmap|neighbour-rows` (CudaOptions::site_order) for `run` and `bench`.
-void add_site_order_option(CLI::App* c, std::string& order);
+/// `--site-order auto|bitmap|neighbour-rows` (CudaOptions::site_order) for `run`, `bench` and `inspect --memory`.
+CLI::Option* add_site_order_option(CLI::App* c, std::string& order);
 CudaSiteOrder site_order_of(const std::string& order);
 
 struct RunArgs {
@@ -65,10 +65,11 @@ struct InspectArgs {
   std::string grid;
   int batch = 1;
   bool attrs = false;
-  bool memory = false;           ///< the CUDA arena for --grid (cuda_arena_report)
-  std::string frame_indices;     ///< --memory: a frame's indices; its rows per level fit the plan
-  int64_t max_voxels = 0;        ///< BuildOptions::max_input_voxels
-  double capacity_margin = 0.0;  ///< BuildOptions::capacity_margin (0: its default)
+  bool memory = false;              ///< the CUDA arena for --grid (cuda_arena_report)
+  std::string frame_indices;        ///< --memory: a frame's indices; its rows per level fit the plan
+  int64_t max_voxels = 0;           ///< BuildOptions::max_input_voxels
+  double capacity_margin = 0.0;     ///< BuildOptions::capacity_margin (0: its default)
+  std::string site_order = "auto";  ///< CudaOptions::site_order
 };
 CLI::App* add_inspect(CLI::App& app, InspectArgs& a);
 int run_inspect(const InspectArgs& a);

@@ -39,10 +39,12 @@ void add_offset_groups_option(CLI::App* c, int& groups) {
       ->check(CLI::Range(0, 2));
 }
 
-void add_site_order_option(CLI::App* c, std::string& order) {
-  c->add_option("--site-order", order,
-                "CUDA: rows of the levels strided convs generate: neighbour-rows (grouped by their neighbours' kernel "
-                "rows), bitmap, or auto (neighbour-rows at levels of 64 or more channels); the same outputs either way")
+CLI::Option* add_site_order_option(CLI::App* c, std::string& order) {
+  return c
+      ->add_option(
+          "--site-order", order,
+          "CUDA: rows of the levels strided convs generate: neighbour-rows (grouped by their neighbours' kernel "
+          "rows), bitmap, or auto (neighbour-rows at levels of 64 or more channels); the same outputs either way")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "neighbour-rows", "bitmap"}));
 }
