@@ -95,7 +95,6 @@ void CudaEngine::plan_arena() {
       si.order.coords_by_rank = static_cast<int4*>(at(a.req_order_coords));
       si.order.keys = static_cast<uint8_t*>(at(a.req_order_keys));
       si.order.hist = static_cast<uint32_t*>(at(a.req_order_hist));
-      si.order.blocks = site_order_blocks(a.cap);
     }
     d.count = counts_.get<int>() + s;
     d.words = si.words;

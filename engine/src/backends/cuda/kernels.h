@@ -98,12 +98,12 @@ constexpr int kSiteOrderKeys = 64;   ///< sort keys: one bit per kernel row off 
 struct SiteOrderBuffers {
   int4* coords_by_rank = nullptr;  ///< [cap] the emitted coordinates, row = rank
   uint8_t* keys = nullptr;         ///< [cap]
-  uint32_t* hist = nullptr;        ///< [kSiteOrderKeys x blocks] counts per (key, group), then the key totals
-  int64_t blocks = 0;              ///< groups: ceil(cap / kSiteOrderRows)
+  uint32_t* hist = nullptr;        ///< [kSiteOrderKeys x groups] counts per (key, group of rows), then the key totals
 };
-/// Generated set `s` (bits, ranks and count built; t.coords_by_rank emitted by rank) into neighbour-row order:
-/// each row's key (which of the six kernel rows at the neighbouring planes i0 - 1 and i0 + 1 hold a site), a
-/// stable counting sort by key, then s.perm[rank] = row and s.coords[row]. Deterministic.
+/// Generated set `s` (bits, ranks and count built) in neighbour-row order, in place of launch_emit_coords: its
+/// coordinates emitted by rank into t.coords_by_rank, each row's key (which of the six kernel rows at the neighbouring
+/// planes i0 - 1 and i0 + 1 hold a site), a stable counting sort by key, then s.perm[rank] = row and s.coords[row].
+/// Deterministic.
 void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl = false);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------

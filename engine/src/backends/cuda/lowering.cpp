@@ -299,16 +299,10 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
           SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
           launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
           launch_rank(out.dev, true, err_of(st.node), sm_count_, s, pdl);
-          if (out.ordered) {
-            // coordinates by rank into a temporary, then rows in neighbour-row order (site_order.cu)
-            SiteIndex by_rank = out.dev;
-            by_rank.coords = out.order.coords_by_rank;
-            by_rank.perm = nullptr;
-            launch_emit_coords(by_rank, sm_count_, s, pdl);
+          if (out.ordered)
             launch_site_order(out.dev, out.order, sm_count_, s, pdl);
-          } else {
+          else
             launch_emit_coords(out.dev, sm_count_, s, pdl);
-          }
           launch_strided_map(in.dev, out.dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s, pdl);
           break;
         }

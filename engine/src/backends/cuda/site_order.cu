@@ -25,6 +25,12 @@ constexpr int kOrderWarps = kOrderThreads / 32;
 static_assert(kOrderThreads % 32 == 0 && kOrderThreads <= 1024, "order block layout");
 static_assert(kSiteOrderKeys <= kOrderThreads && kSiteOrderKeys <= 255, "one thread per key; keys fit a byte");
 
+/// Groups the set's capacity holds, ceil(cap / kSiteOrderRows): the stride of one key's counts in t.hist (the
+/// arena sizes it alike, plan/arena_layout.cpp).
+__host__ __device__ __forceinline__ int64_t order_stride(const SiteIndex& s) {
+  return (s.cap + kSiteOrderRows - 1) / kSiteOrderRows;
+}
+
 /// Groups of rows that hold rows of the frame: ceil(n / kSiteOrderRows).
 __device__ __forceinline__ int64_t order_groups(const SiteIndex& s) {
   return (rows_of(s.count, s.cap) + kSiteOrderRows - 1) / kSiteOrderRows;
@@ -72,7 +78,7 @@ __global__ void __launch_bounds__(kOrderThreads) order_keys_kernel(SiteIndex s, 
     atomicAdd(&hist[key], 1u);  // a count: the order of the additions does not matter
   }
   __syncthreads();
-  if (threadIdx.x < kSiteOrderKeys) t.hist[int64_t(threadIdx.x) * t.blocks + blockIdx.x] = hist[threadIdx.x];
+  if (threadIdx.x < kSiteOrderKeys) t.hist[int64_t(threadIdx.x) * order_stride(s) + blockIdx.x] = hist[threadIdx.x];
 }
 
 // Block k: the exclusive prefix of key k's counts over the groups (in place) and key k's total, stored after
@@ -82,8 +88,8 @@ using OrderScan = BlockScanInPlace<256, 8>;
 __global__ void __launch_bounds__(256) order_scan_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
   wait_previous_kernel(let_next);
   __shared__ OrderScan::TempStorage tmp;
-  const uint32_t total = OrderScan::run(tmp, t.hist + int64_t(blockIdx.x) * t.blocks, order_groups(s));
-  if (threadIdx.x == 0) t.hist[int64_t(kSiteOrderKeys) * t.blocks + blockIdx.x] = total;
+  const uint32_t total = OrderScan::run(tmp, t.hist + int64_t(blockIdx.x) * order_stride(s), order_groups(s));
+  if (threadIdx.x == 0) t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + blockIdx.x] = total;
 }
 
 __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
@@ -99,8 +105,8 @@ __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex 
   const int4 c = valid ? t.coords_by_rank[r] : int4{};
   uint32_t in_groups = 0;  // thread k < kSiteOrderKeys: rows of key k in the groups before this one
   if (threadIdx.x < kSiteOrderKeys) {
-    total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * t.blocks + threadIdx.x];
-    in_groups = t.hist[int64_t(threadIdx.x) * t.blocks + blockIdx.x];
+    total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + threadIdx.x];
+    in_groups = t.hist[int64_t(threadIdx.x) * order_stride(s) + blockIdx.x];
     for (int w = 0; w < kOrderWarps; ++w) per_warp[w][threadIdx.x] = 0;
   }
   __syncthreads();
@@ -124,8 +130,13 @@ __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex 
 
 }  // namespace
 
-void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int, cudaStream_t st, bool pdl) {
-  const unsigned blocks = unsigned(t.blocks);
+void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl) {
+  // the coordinates by rank into the temporary (the rows' order is not known yet)
+  SiteIndex by_rank = s;
+  by_rank.coords = t.coords_by_rank;
+  by_rank.perm = nullptr;
+  launch_emit_coords(by_rank, sm_count, st, pdl);
+  const unsigned blocks = unsigned(order_stride(s));
   launch_chained(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
   launch_chained(order_scan_kernel, unsigned(kSiteOrderKeys), 256, 0, st, pdl, s, t);
