@@ -470,6 +470,7 @@ TEST(CudaBackend, Deterministic) {
     for (const auto& l : e10->profile_layers()) c3264 += l.algorithm.rfind("osplit c32x64", 0) == 0;
     EXPECT_EQ(c3264 > 0, default_osplit > 0) << "the 32 -> 64 conv runs a one-group osplit config where osplit runs";
   }
+  std::string unknown_skip_message;  // lists every valid tune_skip name
   {
     // the tuner without the tile shapes it picked (CudaOptions::tune_skip): other tiles, the same bits
     std::vector<std::string> picked;
@@ -495,6 +496,46 @@ TEST(CudaBackend, Deterministic) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("BuildOptions.cuda.tune_skip"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("m7n7k7"), std::string::npos) << e.what();
+      unknown_skip_message = e.what();
+    }
+  }
+  {
+    // tune_skip names osplit configs too: without the ones the tuner picked, the layers run others of their
+    // offset-group class (the same summation order, so the same bits); without every config of a class whose
+    // convs the tiles may not run, the build fails naming the option
+    std::vector<std::string> picked;
+    for (const auto& l : e1->profile_layers())
+      if (l.algorithm.rfind("osplit ", 0) == 0) {
+        const std::string name = l.algorithm.substr(0, l.algorithm.find(' ', 7));
+        if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
+      }
+    if (!picked.empty()) {  // sm_90: CenterPoint's 16- and 32-channel convs run osplit
+      BuildOptions o = cuda_options(true);
+      o.cuda.tune_skip = picked;
+      auto e11 = b.build(o);
+      EXPECT_TRUE(first == to_bytes(run(*e11, {in}).outputs[0])) << "other osplit configs of the class differ";
+      int still_osplit = 0;
+      for (const auto& l : e11->profile_layers()) {
+        still_osplit += l.algorithm.rfind("osplit ", 0) == 0;
+        for (const std::string& p : picked)
+          EXPECT_NE(l.algorithm.rfind(p + " ", 0), 0u) << l.node << " still runs skipped " << p;
+      }
+      EXPECT_GT(still_osplit, 0) << "the 16/32-channel convs keep their class: other osplit configs";
+      // every fp16 16 -> 16 osplit config, from the valid names the unknown-name error lists
+      std::vector<std::string> all16;
+      for (size_t at = unknown_skip_message.find("osplit c16x16"); at != std::string::npos;
+           at = unknown_skip_message.find("osplit c16x16", at + 1))
+        all16.push_back(unknown_skip_message.substr(at, unknown_skip_message.find_first_of(",\n", at) - at));
+      ASSERT_FALSE(all16.empty()) << unknown_skip_message;
+      o.cuda.tune_skip = all16;
+      try {
+        run(*b.build(o), {in});
+        ADD_FAILURE() << "every 16 -> 16 osplit config skipped was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("BuildOptions.cuda.tune_skip leaves no osplit configuration"),
+                  std::string::npos)
+            << e.what();
+      }
     }
   }
 }

@@ -95,6 +95,15 @@ TEST(Options, TileNamesAreCheckedAgainstTheCompiledList) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("BuildOptions.cuda.tune_skip: 'm9n9'"), std::string::npos) << e.what();
   }
+  // tune_skip may name an osplit config the tuner times (with or without its prefix); the forced tile may not
+  const std::vector<std::string> osplit{"osplit c32x32r32p2s3w20", "osplit c16x16r32p2s6w8"};
+  c.tune_skip = {"c32x32r32p2s3w20", "osplit c16x16r32p2s6w8", "m128n16k8s4"};
+  EXPECT_NO_THROW(validate_cuda_tiles(c, compiled, osplit));
+  c.tune_skip = {"c32x32r32p2s3w20"};
+  EXPECT_THROW(validate_cuda_tiles(c, compiled), Error) << "no osplit configs given: the name is unknown";
+  c.tune_skip.clear();
+  c.tile = "c32x32r32p2s3w20";
+  EXPECT_THROW(validate_cuda_tiles(c, compiled, osplit), Error) << "an osplit config is not a tile to force";
 }
 
 TEST(Options, BuildRejectsBadOptionsBeforeAnyBackend) {

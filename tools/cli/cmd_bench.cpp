@@ -62,7 +62,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "2 = split in two")
       ->capture_default_str()
       ->check(CLI::Range(0, 2));
-  c->add_option("--tune-skip", a.tune_skip, "CUDA: tile names (or shapes) the autotuner leaves out, comma-separated")
+  c->add_option("--tune-skip", a.tune_skip,
+                "CUDA: tile names (or shapes) and osplit configs (e.g. c32x32r32p2s3w20) the autotuner leaves out, "
+                "comma-separated")
       ->delimiter(',');
   c->add_option("--tuning-cache", a.tuning_cache,
                 "CUDA: read the autotuner's decisions from FILE when its key matches, else tune and write it");

@@ -60,9 +60,11 @@ struct CudaOptions {
   /// Force one tile configuration where it fits (e.g. "m64n64k32s4t", "igemm-i8 m64n64k32s4t";
   /// cuda_tile_configs() lists them); empty = heuristic + autotuner. Forcing a tile turns the tuner off.
   std::string tile;
-  std::vector<std::string> tune_skip;  ///< tile names (or shapes) the autotuner leaves out
-  int map_lookahead = 3;               ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
-  bool stream_priorities = true;       ///< convs' graph nodes above the map stream's
+  /// Tile names (or shapes) and osplit configs ("osplit c32x32r32p2s3w20", prefix optional) the autotuner leaves out;
+  /// an osplit class left with no config is an error.
+  std::vector<std::string> tune_skip;
+  int map_lookahead = 3;          ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
+  bool stream_priorities = true;  ///< convs' graph nodes above the map stream's
   CudaProgrammaticLaunch programmatic_launch = CudaProgrammaticLaunch::LastEpilogue;
   /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
   /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.

@@ -65,18 +65,22 @@ void validate(const BuildOptions& o) {
             " is neither 0 (one bucket) nor in [1.1, 16]");
 }
 
-void validate_cuda_tiles(const CudaOptions& c, const std::vector<std::string>& compiled) {
+void validate_cuda_tiles(const CudaOptions& c, const std::vector<std::string>& compiled,
+                         const std::vector<std::string>& osplit) {
   if (!c.tile.empty()) {
     bool found = false;
     for (const std::string& n : compiled) found = found || n == c.tile || shape_of(n) == c.tile;
     SCN_CHECK(found, "BuildOptions.cuda.tile = '", c.tile,
               "' names no compiled tile configuration; valid names: ", name_list(compiled));
   }
+  // tune_skip may also name the warp-independent (osplit) configs the tuner times, with or without "osplit "
+  std::vector<std::string> skippable = compiled;
+  skippable.insert(skippable.end(), osplit.begin(), osplit.end());
   for (const std::string& t : c.tune_skip) {
     bool found = false;
-    for (const std::string& n : compiled) found = found || n == t || shape_of(n) == t;
+    for (const std::string& n : skippable) found = found || n == t || shape_of(n) == t;
     SCN_CHECK(found, "BuildOptions.cuda.tune_skip: '", t,
-              "' names no compiled tile configuration; valid names: ", name_list(compiled));
+              "' names no compiled tile or osplit configuration; valid names: ", name_list(skippable));
   }
 }
 

@@ -31,7 +31,9 @@ std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
-  for (int id : osplit_configs_for(c)) v.push_back(ConvKernel{-1, id});
+  for (int id : osplit_configs_for(c))
+    if (std::find(tune_skip_osplit_.begin(), tune_skip_osplit_.end(), id) == tune_skip_osplit_.end())
+      v.push_back(ConvKernel{-1, id});
   if (c.may_run_tiles())
     for (int id : tune_candidates(shape, cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});

@@ -85,15 +85,20 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   igemm_init();
   osplit_init();
 
-  validate_cuda_tiles(opt(), compiled_tile_names());
+  std::vector<std::string> osplit_names;
+  for (int id = 0; id < osplit_num_configs(); ++id) osplit_names.emplace_back(osplit_config(id).name);
+  validate_cuda_tiles(opt(), compiled_tile_names(), osplit_names);
   autotune_ = opt().autotune;
   lookahead_ = opt().map_lookahead;
   if (!opt().tile.empty()) {
     forced_cfg_ = find_tile(opt().tile);
     autotune_ = false;
   }
-  for (const std::string& t : opt().tune_skip)
+  for (const std::string& t : opt().tune_skip) {
     for (int id : find_tiles(t)) tune_skip_.push_back(id);
+    const int o = osplit_find_config(t.c_str());
+    if (o >= 0) tune_skip_osplit_.push_back(o);
+  }
   use_graph_ = options.cuda_graph;
   fit_pending_ = options.capacity_source == CapacitySource::FirstFrame;
 

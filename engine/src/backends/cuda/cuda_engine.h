@@ -245,7 +245,8 @@ class CudaEngine final : public Engine {
   cudaEvent_t done_event_ = nullptr;
   bool use_graph_ = true;
   bool autotune_ = true;
-  std::vector<int> tune_skip_;
+  std::vector<int> tune_skip_;         ///< tile ids CudaOptions::tune_skip names
+  std::vector<int> tune_skip_osplit_;  ///< osplit config ids it names
   int forced_cfg_ = -1;
 
   // size buckets (tile_buckets.cpp): with the autotuner on, tiles are chosen per bucket of the frame size

@@ -151,7 +151,17 @@ void CudaEngine::choose_tiles() {
     const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
     const int groups = forced_cfg_ >= 0 ? 0 : osplit_groups_for(shape, cc_major_, opt().offset_groups);
     c.osplit_class = groups;
-    c.osplit = groups > 0 ? osplit_candidates(shape, groups).front() : -1;
+    // the first osplit config of the class that CudaOptions::tune_skip leaves in
+    c.osplit = -1;
+    if (groups > 0)
+      for (int id : osplit_candidates(shape, groups))
+        if (std::find(tune_skip_osplit_.begin(), tune_skip_osplit_.end(), id) == tune_skip_osplit_.end()) {
+          c.osplit = id;
+          break;
+        }
+    SCN_CHECK(groups == 0 || c.osplit >= 0 || c.may_run_tiles(), g().source, ": ", g().describe(c.node),
+              ": BuildOptions.cuda.tune_skip leaves no osplit configuration of this conv's offset-group class (", c.cin,
+              " -> ", c.cout, " channels; see CudaOptions::offset_groups)");
     if (c.osplit >= 0)
       c.cfg = -1;
     else if (forced_cfg_ >= 0 && igemm_config_fits(forced_cfg_, c.cin_p, cc_major_, c.K, c.mode))
