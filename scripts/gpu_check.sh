@@ -128,7 +128,8 @@ if [ "${SCN_TRACE:-0}" = "1" ] && [ -f "$BUILD/tools/libscn_trace.so" ] && [ -f 
       --features "$SCN_DATA_DIR/in_features.torch.fp16.tensor" \
       --indices "$SCN_DATA_DIR/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --precision "$prec" \
       --device cuda --runs 100 2>&1 | grep -E "latency|scn_trace"
-    python3 tools/trace/trace_report.py "/tmp/scn-trace-$plan-$prec.csv" --last 50 --width 110
+    python3 tools/trace/trace_report.py "/tmp/scn-trace-$plan-$prec.csv" --last 50 --width 110 \
+      --chain 'osplit|igemm|densify'
   done > "$OUT/trace.log" 2>&1
   echo "trace rc $? in $(( $(date +%s) - t6 )) s" | tee -a "$OUT/env.log"
   grep -E "^=====|latency|^span|^busy|^idle" "$OUT/trace.log"

@@ -55,3 +55,35 @@ def test_no_graph_activity_is_an_error(tmp_path):
     r = run(tmp_path, HEADER + row("kernel", 0, 50, 7, 1, 0, 0, "k(Args)"))
     assert r.returncode != 0
     assert "no CUDA-graph activity" in r.stderr
+
+
+def chain_launch(t0, corr):
+    # conv_a [0, 2000); map_x on another stream [1000, 2900); conv_b [3000, 4000): waits 1.0 us after conv_a, right
+    # after map_x; conv_c [3800, 5000) starts before conv_b ends (a programmatic launch): no wait
+    return (row("kernel", t0, t0 + 2000, 7, corr, 3, 1, "conv_a(Args)")
+            + row("kernel", t0 + 1000, t0 + 2900, 8, corr, 3, 2, "map_x(Args)")
+            + row("kernel", t0 + 3000, t0 + 4000, 7, corr, 3, 3, "conv_b(Args)")
+            + row("kernel", t0 + 3800, t0 + 5000, 7, corr, 3, 4, "conv_c(Args)"))
+
+
+def test_chain_waits_name_the_gate(tmp_path):
+    text = HEADER + chain_launch(1_000_000, 11) + chain_launch(2_000_000, 12)
+    r = run(tmp_path, text, "--chain", "conv_", "--min-wait", "0.5")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("waits on the chain"))
+    assert "3 nodes matching 'conv_'" in lines[at]
+    waits = [l for l in lines[at + 1:] if "<-" in l]
+    assert len(waits) == 1, lines[at:]  # conv_c overlaps conv_b: not a wait
+    fields = waits[0].split()
+    assert fields[0] == "3.0" and fields[1] == "1.0" and fields[2] == "conv_b(Args)"
+    assert "map_x(Args) (ended 2.9)" in waits[0]
+    assert "1.0 us  waited on the chain in all" in lines[-1]
+
+
+def test_chain_waits_below_the_threshold_are_not_listed(tmp_path):
+    text = HEADER + chain_launch(1_000_000, 11)
+    r = run(tmp_path, text, "--chain", "conv_", "--min-wait", "1.5")
+    assert r.returncode == 0, r.stderr
+    assert not [l for l in r.stdout.splitlines() if "<-" in l]
+    assert "0.0 us  waited on the chain in all" in r.stdout.splitlines()[-1]

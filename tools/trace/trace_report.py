@@ -5,10 +5,16 @@ Groups the graph's kernels, memcpys and memsets by launch (CUPTI correlation id)
 for the median launch, every graph node in start order with its offset, duration and the idle time before it
 (no activity on any stream), plus per-launch span, busy time (union of all intervals) and idle time.
 
-    /usr/bin/python3 tools/trace/trace_report.py trace.csv [--last 50] [--width 100]
+    /usr/bin/python3 tools/trace/trace_report.py trace.csv [--last 50] [--width 100] [--chain 'osplit|igemm|densify']
+
+With --chain REGEX, the nodes whose kernel name matches are read as the main chain (the convs): every chain node that
+starts more than --min-wait us after its predecessor in the chain ended is listed with that wait and the node that
+ended last before it started (on another stream: the map kernel the conv most likely joined). CUPTI records no graph
+edges, so the gate is a reading of the timeline, not a dependency.
 """
 import argparse
 import csv
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -50,6 +56,8 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--last", type=int, default=50, help="analyse the last N graph launches (default 50)")
     ap.add_argument("--width", type=int, default=100, help="kernel name width")
+    ap.add_argument("--chain", help="regular expression of the main chain's kernel names (e.g. 'osplit|igemm|densify')")
+    ap.add_argument("--min-wait", type=float, default=1.0, help="with --chain: waits shorter than this (us) are not listed")
     a = ap.parse_args()
 
     rows = load(a.csv)
@@ -104,6 +112,31 @@ def main():
     print("time by kernel (sum of median durations, all streams):")
     for head, t in sorted(cats.items(), key=lambda t: -t[1]):
         print(f"  {t:8.1f} us  {head}")
+    if a.chain:
+        print_chain_waits(per_node, info, order, a)
+
+
+def print_chain_waits(per_node, info, order, a):
+    """Waits of the chain's nodes for something other than their predecessor in the chain (medians over launches)."""
+    med = statistics.median
+    chain_re = re.compile(a.chain)
+    start = {k: med(per_node[k]["off"]) for k in per_node}
+    end = {k: start[k] + med(per_node[k]["dur"]) for k in per_node}
+    chain = [k for k in order if chain_re.search(info[k]["name"])]
+    print()
+    print(f"waits on the chain ({len(chain)} nodes matching '{a.chain}'; start, wait after the previous chain node's end, "
+          "node, and the node that ended last before it):")
+    total = 0.0
+    for prev, k in zip(chain, chain[1:]):
+        wait = start[k] - end[prev]
+        if wait < a.min_wait:
+            continue
+        total += wait
+        before = [j for j in per_node if j != k and j != prev and end[j] <= start[k] + 0.05]
+        gate = max(before, key=lambda j: end[j]) if before else None
+        gate_text = f"{short_name(info[gate]['name'], a.width)} (ended {end[gate]:.1f})" if gate is not None else "-"
+        print(f"{start[k]:8.1f} {wait:6.1f}  {short_name(info[k]['name'], a.width)}  <- {gate_text}")
+    print(f"  {total:8.1f} us  waited on the chain in all (waits of {a.min_wait} us or more)")
 
 
 if __name__ == "__main__":
