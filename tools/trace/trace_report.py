@@ -57,7 +57,8 @@ def main():
     ap.add_argument("--last", type=int, default=50, help="analyse the last N graph launches (default 50)")
     ap.add_argument("--width", type=int, default=100, help="kernel name width")
     ap.add_argument("--chain", help="regular expression of the main chain's kernel names (e.g. 'osplit|igemm|densify')")
-    ap.add_argument("--min-wait", type=float, default=1.0, help="with --chain: waits shorter than this (us) are not listed")
+    ap.add_argument("--min-wait", type=float, default=1.0,
+                    help="with --chain: waits shorter than this (us) are not listed")
     a = ap.parse_args()
 
     rows = load(a.csv)
@@ -124,8 +125,8 @@ def print_chain_waits(per_node, info, order, a):
     end = {k: start[k] + med(per_node[k]["dur"]) for k in per_node}
     chain = [k for k in order if chain_re.search(info[k]["name"])]
     print()
-    print(f"waits on the chain ({len(chain)} nodes matching '{a.chain}'; start, wait after the previous chain node's end, "
-          "node, and the node that ended last before it):")
+    print(f"waits on the chain ({len(chain)} nodes matching '{a.chain}'; start, wait after the previous chain "
+          "node's end, node, and the node that ended last before it):")
     total = 0.0
     for prev, k in zip(chain, chain[1:]):
         wait = start[k] - end[prev]
