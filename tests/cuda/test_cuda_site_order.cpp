@@ -14,6 +14,7 @@
 
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
+#include "plan/arena_layout.h"
 
 namespace scn::cuda {
 namespace {
@@ -91,7 +92,6 @@ TEST(CudaSiteOrder, PermutationIsAStableSortOfTheBitmapOrderByNeighbourRowKey) {
     std::vector<uint64_t> bits(static_cast<size_t>(words), 0);
     for (size_t i = 0; i < cells; ++i)
       if (h.occupied[i]) bits[i / 64] |= uint64_t(1) << (i % 64);
-    const int64_t groups = (cap + kSiteOrderRows - 1) / kSiteOrderRows;
     Dev<uint64_t> d_bits{static_cast<size_t>(words)};
     Dev<uint16_t> d_local{static_cast<size_t>(words)};
     Dev<uint32_t> d_block{static_cast<size_t>(rank_blocks(words))};
@@ -99,7 +99,7 @@ TEST(CudaSiteOrder, PermutationIsAStableSortOfTheBitmapOrderByNeighbourRowKey) {
     Dev<int4> d_coords{static_cast<size_t>(cap)}, d_by_rank{static_cast<size_t>(cap)};
     Dev<int> d_count(1);
     Dev<uint8_t> d_keys{static_cast<size_t>(cap)};
-    Dev<uint32_t> d_hist{static_cast<size_t>((groups + 1) * kSiteOrderKeys)};  // as plan/arena_layout.cpp sizes it
+    Dev<uint32_t> d_hist{static_cast<size_t>((site_order_blocks(cap) + 1) * kSiteOrderBuckets)};  // as the arena
     Dev<ErrSlot> d_err(kNumErrKinds);
     ASSERT_TRUE(d_bits.p && d_local.p && d_block.p && d_perm.p && d_coords.p && d_by_rank.p && d_count.p && d_keys.p &&
                 d_hist.p && d_err.p);

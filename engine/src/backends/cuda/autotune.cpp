@@ -18,12 +18,19 @@
 namespace scn::cuda {
 
 /// The osplit configs a conv may run: those of its offset-group class, or, for an unsplit conv of the tiles'
-/// class, the one-group configs of its shape (the tiles' order, so the tiles' bits).
+/// class, the one-group configs of its shape (the tiles' order, so the tiles' bits) — minus CudaOptions::tune_skip.
 std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
-  if (c.osplit_class > 0) return osplit_candidates(shape, c.osplit_class);
-  if (c.split == 1) return osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups);
-  return {};
+  std::vector<int> v = c.osplit_class > 0 ? osplit_candidates(shape, c.osplit_class)
+                       : c.split == 1     ? osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups)
+                                          : std::vector<int>{};
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [&](int id) {
+                           return std::find(tune_skip_osplit_.begin(), tune_skip_osplit_.end(), id) !=
+                                  tune_skip_osplit_.end();
+                         }),
+          v.end());
+  return v;
 }
 
 /// What the tuner times for a conv: the osplit configs it may run (osplit_configs_for), and the tiles of its
@@ -31,9 +38,7 @@ std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
   const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
-  for (int id : osplit_configs_for(c))
-    if (std::find(tune_skip_osplit_.begin(), tune_skip_osplit_.end(), id) == tune_skip_osplit_.end())
-      v.push_back(ConvKernel{-1, id});
+  for (int id : osplit_configs_for(c)) v.push_back(ConvKernel{-1, id});
   if (c.may_run_tiles())
     for (int id : tune_candidates(shape, cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});
@@ -147,7 +152,7 @@ TuningCache CudaEngine::tuning_key() const {
   // a build with other kernels (added configs, another class for some convs) re-tunes instead of
   // meeting names it cannot run
   std::vector<std::string> kernels = compiled_tile_names();
-  for (int id = 0; id < osplit_num_configs(); ++id) kernels.push_back(osplit_config(id).name);
+  for (const std::string& n : compiled_osplit_names()) kernels.push_back(n);
   k.key.emplace_back("kernels", names_digest(kernels));
   k.key.emplace_back("precision", precision_name(options_.precision));
   std::string caps;

@@ -85,9 +85,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   igemm_init();
   osplit_init();
 
-  std::vector<std::string> osplit_names;
-  for (int id = 0; id < osplit_num_configs(); ++id) osplit_names.emplace_back(osplit_config(id).name);
-  validate_cuda_tiles(opt(), compiled_tile_names(), osplit_names);
+  validate_cuda_tiles(opt(), compiled_tile_names(), compiled_osplit_names());
   autotune_ = opt().autotune;
   lookahead_ = opt().map_lookahead;
   if (!opt().tile.empty()) {

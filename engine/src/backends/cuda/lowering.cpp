@@ -152,13 +152,8 @@ void CudaEngine::choose_tiles() {
     const int groups = forced_cfg_ >= 0 ? 0 : osplit_groups_for(shape, cc_major_, opt().offset_groups);
     c.osplit_class = groups;
     // the first osplit config of the class that CudaOptions::tune_skip leaves in
-    c.osplit = -1;
-    if (groups > 0)
-      for (int id : osplit_candidates(shape, groups))
-        if (std::find(tune_skip_osplit_.begin(), tune_skip_osplit_.end(), id) == tune_skip_osplit_.end()) {
-          c.osplit = id;
-          break;
-        }
+    const std::vector<int> osplit = groups > 0 ? osplit_configs_for(c) : std::vector<int>{};
+    c.osplit = osplit.empty() ? -1 : osplit.front();
     SCN_CHECK(groups == 0 || c.osplit >= 0 || c.may_run_tiles(), g().source, ": ", g().describe(c.node),
               ": BuildOptions.cuda.tune_skip leaves no osplit configuration of this conv's offset-group class (", c.cin,
               " -> ", c.cout, " channels; see CudaOptions::offset_groups)");

@@ -162,6 +162,12 @@ std::vector<std::string> compiled_tile_names() {
   return v;
 }
 
+std::vector<std::string> compiled_osplit_names() {
+  std::vector<std::string> v;
+  for (int id = 0; id < osplit_num_configs(); ++id) v.push_back(osplit_config(id).name);
+  return v;
+}
+
 int osplit_groups_for(const ConvShape& c, int cc_major, int option) {
   // the shapes measured faster than the best tile (docs/benchmarks.md): the 16/32-channel levels and
   // the strided 16 -> 32 conv into level 1 (32 -> 64 runs the tiles' class, its osplit configs summing in

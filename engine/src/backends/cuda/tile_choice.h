@@ -41,6 +41,8 @@ int tiled_layout(int id);
 
 /// Every compiled tile name (full names).
 std::vector<std::string> compiled_tile_names();
+/// Every compiled osplit config's name ("osplit c16x16r32p2s6w8", ...).
+std::vector<std::string> compiled_osplit_names();
 
 /// Offset groups of the warp-independent osplit kernel (igemm_offset_split.h) for a conv, 0 when the
 /// conv runs the implicit-GEMM tiles. It fits convs of 27 offsets with 16 -> 16, 32 -> 32 or 16 -> 32
