@@ -227,6 +227,10 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
                SplitClass::Default});
   v.push_back(
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
+  v.push_back({"strided_sites_from_rows", [](CudaOptions& o) { o.strided_sites = CudaStridedSites::FromRows; },
+               SplitClass::Default});
+  v.push_back({"strided_sites_from_bitmap", [](CudaOptions& o) { o.strided_sites = CudaStridedSites::FromBitmap; },
+               SplitClass::Default});
   v.push_back({"site_order_neighbour_rows", [](CudaOptions& o) { o.site_order = CudaSiteOrder::NeighbourRows; },
                SplitClass::Default});
   v.push_back({"site_order_bitmap", [](CudaOptions& o) { o.site_order = CudaSiteOrder::Bitmap; }, SplitClass::Default});

@@ -88,6 +88,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     seen["pdl"] += o.programmatic_launch != CudaProgrammaticLaunch::LastEpilogue;
     seen["map_kernel"] += o.map_kernel == CudaMapKernel::General;
     seen["site_order"] += o.site_order != CudaSiteOrder::Auto;
+    seen["strided_sites"] += o.strided_sites != CudaStridedSites::Auto;
     seen["split"] += o.split == 1;
     seen["offset_groups"] += o.offset_groups == 2;
     seen["tile"] += !o.tile.empty();
@@ -96,11 +97,12 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
       EXPECT_EQ(o.tile.find('x'), std::string::npos) << x.name << ": forced tiles are unsplit";
     }
   }
-  for (const char* k : {"autotune", "lookahead", "priorities", "map_kernel", "site_order", "split"})
+  for (const char* k : {"autotune", "lookahead", "priorities", "map_kernel", "site_order", "strided_sites", "split"})
     EXPECT_GE(seen[k], 1) << k;
   EXPECT_GE(seen["offset_groups"], 2) << "two variants of the osplit class, so it is compared bitwise";
   EXPECT_GE(seen["pdl"], 2);
   EXPECT_EQ(seen["site_order"], 2) << "both explicit orders, each compared bitwise with the default's";
+  EXPECT_EQ(seen["strided_sites"], 2) << "both strided-site kernels everywhere, each against the default's choice";
   EXPECT_EQ(seen["tile"], 6) << "one forced tile per family (mma, tma, w8, group, regcap, wgmma)";
 }
 

@@ -421,6 +421,14 @@ TEST(CudaBackend, Deterministic) {
     auto e5 = b.build(o);
     EXPECT_TRUE(first == to_bytes(run(*e5, {in}).outputs[0])) << "the general map kernel differs";
   }
+  // strided site sets from the input bitmap's words at every strided conv, and from the input rows (atomics) at
+  // every one, against the default's choice per conv
+  for (const CudaStridedSites how : {CudaStridedSites::FromBitmap, CudaStridedSites::FromRows}) {
+    BuildOptions o = plain;
+    o.cuda.strided_sites = how;
+    auto e7 = b.build(o);
+    EXPECT_TRUE(first == to_bytes(run(*e7, {in}).outputs[0])) << "strided sites " << int(how) << " differ";
+  }
   // split-K over kernel offsets (clusters): a different summation order, but one per class (by
   // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 2 = every deep layer)
   for (int classes : {1, 2}) {

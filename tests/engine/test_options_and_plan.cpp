@@ -54,6 +54,9 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o.cuda.site_order = CudaSiteOrder(3);
   expect_error_naming(o, "BuildOptions.cuda.site_order");
   o = {};
+  o.cuda.strided_sites = CudaStridedSites(3);
+  expect_error_naming(o, "BuildOptions.cuda.strided_sites");
+  o = {};
   o.cuda.tune_skip = {"m64n64k32s4t", ""};
   expect_error_naming(o, "BuildOptions.cuda.tune_skip");
   o = {};

@@ -79,6 +79,13 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "CUDA: kernel maps built this many map slots ahead on a second stream (default 3; 0 = every map on "
                 "the main stream)")
       ->check(CLI::Range(0, 64));
+  c->add_option(
+       "--strided-sites", a.strided_sites,
+       "CUDA: how a strided conv's site set is found: bitmap (from the input bitmap's words), rows (one thread "
+       "per input row, atomics) or auto (bitmap where the conv reads a generated set, rows where it reads the input "
+       "voxels)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bitmap", "rows"}));
   c->add_flag("--no-stream-priorities", a.no_stream_priorities,
               "CUDA: the map stream at the convs' priority (by default the convs' graph nodes run above it)");
   c->add_flag("--fit-capacities", a.fit_capacities,
@@ -211,6 +218,9 @@ int run_bench(const BenchArgs& a) {
   if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
   if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
   if (a.map_lookahead >= 0) opts.cuda.map_lookahead = a.map_lookahead;
+  opts.cuda.strided_sites = a.strided_sites == "rows"     ? CudaStridedSites::FromRows
+                            : a.strided_sites == "bitmap" ? CudaStridedSites::FromBitmap
+                                                          : CudaStridedSites::Auto;
   if (a.no_stream_priorities) opts.cuda.stream_priorities = false;
   if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
   if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;

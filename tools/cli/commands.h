@@ -110,6 +110,7 @@ struct BenchArgs {
   bool tune_once = false;              ///< CudaOptions::tune_bucket_factor = 0
   double tune_bucket_factor = 0;       ///< > 0: CudaOptions::tune_bucket_factor
   int map_lookahead = -1;              ///< >= 0: CudaOptions::map_lookahead
+  std::string strided_sites = "auto";  ///< CudaOptions::strided_sites: auto | bitmap | rows
   bool no_stream_priorities = false;   ///< CudaOptions::stream_priorities = false
   bool fit_capacities = false;         ///< BuildOptions::capacity_source = FirstFrame
   bool grow = false;                   ///< BuildOptions::on_capacity_overflow = Grow

@@ -39,6 +39,19 @@ enum class CudaMapKernel {
   General = 1,  ///< one lookup per (row, offset): the plain baseline the tests compare with
 };
 
+/// How the site set of a strided convolution is found (both give the same set, hence bitwise the same outputs).
+enum class CudaStridedSites {
+  /// FromBitmap where the conv reads a set an earlier strided conv generated (CenterPoint's levels 1-3 and
+  /// conv_out), FromRows where it reads the network's input voxels: the full-resolution grid is so sparse that
+  /// reading its bitmap costs more than the atomics of its rows (docs/benchmarks.md, session 25)
+  Auto = 0,
+  /// every word of the output bitmap from the words of the input bitmap it reaches: no memset, no atomics, no read
+  /// of the input set's coordinates (a kernel reaching more than 64 sites along the last axis runs FromRows)
+  FromBitmap = 1,
+  /// one thread per input row sets its output sites' bits with atomics
+  FromRows = 2,
+};
+
 /// Row order of the site sets strided convolutions generate (docs/cuda_backend.md "Site sets"). Either order
 /// gives bitwise the same outputs: a row's sum does not depend on its position, only the work does.
 enum class CudaSiteOrder {
@@ -78,6 +91,7 @@ struct CudaOptions {
   int offset_groups = 0;
   CudaMapKernel map_kernel = CudaMapKernel::Rows;
   CudaSiteOrder site_order = CudaSiteOrder::Auto;
+  CudaStridedSites strided_sites = CudaStridedSites::Auto;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.

@@ -54,6 +54,9 @@ void validate(const BuildOptions& o) {
             " is not a CudaProgrammaticLaunch (Off, LastTileStart, LastEpilogue)");
   const int mk = int(c.map_kernel);
   SCN_CHECK(mk >= 0 && mk <= 1, "BuildOptions.cuda.map_kernel = ", mk, " is not a CudaMapKernel (Rows, General)");
+  const int ss = int(c.strided_sites);
+  SCN_CHECK(ss >= 0 && ss <= 2, "BuildOptions.cuda.strided_sites = ", ss,
+            " is not a CudaStridedSites (Auto, FromBitmap, FromRows)");
   const int so = int(c.site_order);
   SCN_CHECK(so >= 0 && so <= 2, "BuildOptions.cuda.site_order = ", so,
             " is not a CudaSiteOrder (Auto, Bitmap, NeighbourRows)");

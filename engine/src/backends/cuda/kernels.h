@@ -82,6 +82,14 @@ void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bo
                                  SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st);
 /// Marks the output sites of a strided conv in `out.bits`.
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, cudaStream_t st);
+/// The strided set's bitmap made from the input set's bitmap (each output word once: no memset, no atomics, no read
+/// of in.coords), then its rank and count as launch_rank(out, true, err): the same set as launch_strided_mark + rank
+/// wherever no capacity overflowed (a site an input overflow dropped still marks its outputs; the forward fails or
+/// grows on that overflow either way). Needs strided_sites_from_bits_fits(g).
+void launch_strided_sites_from_bits(SiteIndex in, SiteIndex out, MapGeom g, ErrSlot* err, int sm_count, cudaStream_t st,
+                                    bool pdl = false);
+/// The kernel's reach along the last axis, (k2 - 1) x d2, fits one 64-bit window of input bits.
+bool strided_sites_from_bits_fits(const MapGeom& g);
 /// Popcount prefix of out.bits; `block_tmp` holds rank_blocks(words) uint32. When `set_count`,
 /// writes min(total, cap) to *out.count and records an overflow for the node in `err`.
 void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int sm_count, cudaStream_t st, bool pdl = false);

@@ -301,9 +301,16 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
         case MapKind::Strided: {
           SiteInfo& in = sites_[size_t(m.in_sites)];
           SiteInfo& out = sites_[size_t(m.out_sites)];
-          SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
-          launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
-          launch_rank(out.dev, true, err_of(st.node), sm_count_, s, pdl);
+          const CudaStridedSites how = opt().strided_sites;
+          const bool from_bits = how != CudaStridedSites::FromRows && strided_sites_from_bits_fits(geom) &&
+                                 (how == CudaStridedSites::FromBitmap || in.generated);
+          if (from_bits) {
+            launch_strided_sites_from_bits(in.dev, out.dev, geom, err_of(st.node), sm_count_, s, pdl);
+          } else {
+            SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
+            launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
+            launch_rank(out.dev, true, err_of(st.node), sm_count_, s, pdl);
+          }
           if (out.ordered)
             launch_site_order(out.dev, out.order, sm_count_, s, pdl);
           else

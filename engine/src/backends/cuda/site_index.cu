@@ -2,7 +2,9 @@
 //
 //   input set:   validate rows, coords[i] = row, atomicOr(bit(site)) -> a set bit means "present"
 //                (an already-set bit is a duplicate); rank = popcount prefix; perm[rank(site)] = row
-//   strided set: for every (input, offset) pair landing on an output site: atomicOr(bit(site));
+//   strided set: either every output word from the input bitmap's words it reaches (one thread per word, a
+//                generated input set) or, for every (input, offset) pair landing on an output site,
+//                atomicOr(bit(site)) (the network's input voxels: a sparse full-resolution grid);
 //                rank; coords[rank] = site for every set bit -> output sites sorted by key,
 //                deterministic, no sort and no host synchronisation; count = min(total, cap) and
 //                an overflow is recorded on the device (a set in neighbour-row order: its coordinates by
@@ -109,6 +111,109 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s, b
   if (threadIdx.x == 0) s.rank_block[blockIdx.x] = total;
 }
 
+/// Bitmap keys start .. start + 191 as three words (bit t of v is key start + t), keys outside the bitmap read as 0:
+/// four aligned words, each loaded independently of the others, so that every line's loads are in flight at once.
+__device__ __forceinline__ void bitmap_window(const uint64_t* __restrict__ bits, int64_t words, int64_t start,
+                                              uint64_t (&v)[3]) {
+  const int64_t a = start >= 0 ? start >> 6 : -((-start + 63) >> 6);
+  const int s = int(start - a * 64);
+  uint64_t w[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) w[q] = a + q >= 0 && a + q < words ? __ldg(bits + a + q) : 0;
+#pragma unroll
+  for (int q = 0; q < 3; ++q) v[q] = s ? (w[q] >> s) | (w[q + 1] << (64 - s)) : w[q];
+}
+
+/// Bits 0, 2, 4, .. 62 of v packed into bits 0 .. 31.
+__device__ __forceinline__ uint64_t even_bits(uint64_t v) {
+  v &= 0x5555555555555555ull;
+  v = (v | (v >> 1)) & 0x3333333333333333ull;
+  v = (v | (v >> 2)) & 0x0F0F0F0F0F0F0F0Full;
+  v = (v | (v >> 4)) & 0x00FF00FF00FF00FFull;
+  v = (v | (v >> 8)) & 0x0000FFFF0000FFFFull;
+  return (v | (v >> 16)) & 0x00000000FFFFFFFFull;
+}
+
+// The strided set's bitmap from the input set's bitmap: one thread per output word. Output site o2 of a line exists
+// when, for some kernel row (r0, r1) inside the input grid, the input line holds a site at o2 * st2 - p2 + r2 * d2;
+// per line one window of 192 input sites (bitmap_window) covers a run of output sites: 64 at strides 1 and 2, so a
+// word costs one window per kernel row, all of them loaded at once (K0 x K1 kernel rows unrolled; 0 = the sizes
+// read at run time). A word holding the end of one line and the start of the next takes a run per line. Every word
+// is written once: no memset, no atomics, no read of the input set's coordinates.
+template <class Key, int K0, int K1>
+__global__ void __launch_bounds__(32) strided_bits_kernel(SiteIndex in, SiteIndex out, MapGeom g, bool let_next) {
+  wait_previous_kernel(let_next);
+  const int k0 = K0 > 0 ? K0 : g.k0, k1 = K1 > 0 ? K1 : g.k1;
+  const Key keys = Key(out.batch) * Key(out.s0) * Key(out.s1) * Key(out.s2);
+  const int reach = (g.k2 - 1) * g.d2;
+  const int run = g.st2 <= 2 ? 64 : 1 + (191 - reach) / g.st2;  // output sites per window
+  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < out.words;
+       w += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t word = 0;
+    for (int pos = 0; pos < 64;) {
+      Key key = Key(w) * 64 + Key(pos);
+      if (key >= keys) break;
+      const int o2 = int(key % Key(out.s2));
+      key /= Key(out.s2);
+      const int o1 = int(key % Key(out.s1));
+      key /= Key(out.s1);
+      const int o0 = int(key % Key(out.s0));
+      const int b = int(key / Key(out.s0));
+      const int len = 64 - pos < out.s2 - o2 ? 64 - pos : out.s2 - o2;
+      for (int c = 0; c < len; c += run) {
+        const int n = len - c < run ? len - c : run;
+        const int x0 = (o2 + c) * g.st2 - g.p2;
+        // the kernel rows' windows ORed: bit t = some row has an input site at x0 + t (the bits of a window beyond
+        // its line belong to the next line, the same positions for every row: cleared once, below)
+        uint64_t v[3] = {0, 0, 0};
+#pragma unroll
+        for (int r0 = 0; r0 < k0; ++r0) {
+#pragma unroll
+          for (int r1 = 0; r1 < k1; ++r1) {
+            const int i0 = o0 * g.st0 - g.p0 + r0 * g.d0, i1 = o1 * g.st1 - g.p1 + r1 * g.d1;
+            if (i0 < 0 || i0 >= in.s0 || i1 < 0 || i1 >= in.s1) continue;
+            uint64_t u[3];
+            bitmap_window(in.bits, in.words, int64_t(site_key<Key>(in, b, i0, i1, 0)) + x0, u);
+            v[0] |= u[0];
+            v[1] |= u[1];
+            v[2] |= u[2];
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 3; ++q) {  // keep the positions inside the line: 0 <= x0 + t < in.s2
+          const int from = -x0 - 64 * q, upto = in.s2 - x0 - 64 * q;  // valid t - 64 q in [from, upto)
+          const uint64_t hi = upto >= 64 ? ~uint64_t(0) : upto <= 0 ? 0 : (uint64_t(1) << upto) - 1;
+          const uint64_t lo = from <= 0 ? ~uint64_t(0) : from >= 64 ? 0 : ~((uint64_t(1) << from) - 1);
+          v[q] &= hi & lo;
+        }
+        uint64_t d[3] = {0, 0, 0};  // bit t: an input site at x0 + t + r2 * d2 for some r2
+        for (int r2 = 0; r2 < g.k2; ++r2) {
+          const int r = r2 * g.d2;
+          d[0] |= r ? (v[0] >> r) | (v[1] << (64 - r)) : v[0];
+          d[1] |= r ? (v[1] >> r) | (v[2] << (64 - r)) : v[1];
+          d[2] |= v[2] >> r;
+        }
+        uint64_t bits = 0;  // output site j of the run: bit j * st2 of d
+        if (g.st2 == 1) {
+          bits = d[0];
+        } else if (g.st2 == 2) {
+          bits = even_bits(d[0]) | (even_bits(d[1]) << 32);
+        } else {
+          for (int j = 0; j < n; ++j) {
+            const int t = j * g.st2;
+            const uint64_t dw = t < 64 ? d[0] : t < 128 ? d[1] : d[2];  // selects, not an indexed array
+            bits |= ((dw >> (t & 63)) & 1) << j;
+          }
+        }
+        if (n < 64) bits &= (uint64_t(1) << n) - 1;
+        word |= bits << (pos + c);
+      }
+      pos += len;
+    }
+    out.bits[w] = word;
+  }
+}
+
 // One block turns the block sums into an exclusive prefix (in place; BlockScanInPlace: ~14 us for the 10k
 // sums of a batch of 8 frames when each thread walked its own run of sums). 256 threads and 8 KB of shared
 // memory: the map stream's block fits on an SM beside the running conv's blocks; a 1024-thread block (54
@@ -212,6 +317,35 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
     strided_mark_kernel<decltype(k)><<<grid_for(in.cap, 128, sm, 16), 128, 0, st>>>(in, out, g);
   });
   SCN_CUDA_LAUNCHED();
+}
+
+bool strided_sites_from_bits_fits(const MapGeom& g) {
+  return g.k0 >= 1 && g.k1 >= 1 && g.k2 >= 1 && g.k0 <= 32 && g.k1 <= 32 && g.st2 >= 1 && g.d2 >= 1 &&
+         (g.k2 - 1) * int64_t(g.d2) <= 63;
+}
+
+void launch_strided_sites_from_bits(SiteIndex in, SiteIndex out, MapGeom g, ErrSlot* err, int sm, cudaStream_t st,
+                                    bool pdl) {
+  SCN_CHECK(strided_sites_from_bits_fits(g), "launch_strided_sites_from_bits: a ", g.k0, "x", g.k1, "x", g.k2,
+            " kernel of dilation ", g.d2, " along the last axis does not fit its windows");
+  SCN_CHECK(in.batch == out.batch, "launch_strided_sites_from_bits: batch ", in.batch, " -> ", out.batch);
+  // one-warp blocks (~92 registers a thread): one fits in the registers a level's conv blocks leave free on an SM
+  // (docs/benchmarks.md, session 23: 4,096 beside the level-1 and level-2 convs)
+  const int grid = grid_for(out.words, 32, sm, 64);
+  const bool k33 = g.k0 == 3 && g.k1 == 3;
+  if (site_keys32(in) && site_keys32(out)) {
+    if (k33)
+      launch_chained(strided_bits_kernel<uint32_t, 3, 3>, grid, 32, 0, st, pdl, in, out, g);
+    else
+      launch_chained(strided_bits_kernel<uint32_t, 0, 0>, grid, 32, 0, st, pdl, in, out, g);
+  } else {
+    if (k33)
+      launch_chained(strided_bits_kernel<int64_t, 3, 3>, grid, 32, 0, st, pdl, in, out, g);
+    else
+      launch_chained(strided_bits_kernel<int64_t, 0, 0>, grid, 32, 0, st, pdl, in, out, g);
+  }
+  SCN_CUDA_LAUNCHED();
+  launch_rank(out, true, err, sm, st, pdl);
 }
 
 void launch_rank(SiteIndex s, bool set_count, ErrSlot* err, int, cudaStream_t st, bool pdl) {
