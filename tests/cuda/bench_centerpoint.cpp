@@ -7,8 +7,9 @@
 //                     [--variant "FIELD=V[,FIELD=V...]"]... [--variants-only] [--concurrent N[,N...]]
 // A --variant builds one more engine with those CudaOptions fields (autotune=0|1, tile=NAME,
 // tune_skip=A;B, map_lookahead=N, stream_priorities=0|1, programmatic_launch=0|1|2, split=0|1|2,
-// map_kernel=rows|general, strided_sites=auto|bitmap|rows; docs/cuda_backend.md) and reports its median, per-step
-// profile and bitwise equality with the default engine; --variants-only skips everything after the variants.
+// map_kernel=rows|general, strided_sites=auto|bitmap|rows, sites_ahead=0|1; docs/cuda_backend.md) and reports its
+// median, per-step profile and bitwise equality with the default engine; --variants-only skips everything after the
+// variants.
 // --concurrent N: N engines, each with the frame bound, forward on N streams at once (frames/s
 // against one engine back to back): what running the frames of a batch side by side would give.
 #include <cuda_runtime_api.h>
@@ -97,6 +98,8 @@ void apply_variant(BuildOptions& o, const std::string& k, const std::string& v) 
     c.programmatic_launch = CudaProgrammaticLaunch(std::stoi(v));
   } else if (k == "split") {
     c.split = std::stoi(v);
+  } else if (k == "sites_ahead") {
+    c.sites_ahead = flag();
   } else if (k == "strided_sites") {
     SCN_CHECK(v == "auto" || v == "bitmap" || v == "rows", "--variant ", k, "=", v, ": expected auto, bitmap or rows");
     c.strided_sites = v == "bitmap" ? CudaStridedSites::FromBitmap
@@ -108,7 +111,7 @@ void apply_variant(BuildOptions& o, const std::string& k, const std::string& v) 
   } else {
     SCN_FAIL("--variant: unknown CudaOptions field '", k,
              "' (autotune, tile, tune_skip, map_lookahead, stream_priorities, programmatic_launch, split, map_kernel, "
-             "strided_sites)");
+             "strided_sites, sites_ahead)");
   }
 }
 

@@ -89,6 +89,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     seen["map_kernel"] += o.map_kernel == CudaMapKernel::General;
     seen["site_order"] += o.site_order != CudaSiteOrder::Auto;
     seen["strided_sites"] += o.strided_sites != CudaStridedSites::Auto;
+    seen["sites_ahead"] += o.sites_ahead;
     seen["split"] += o.split == 1;
     seen["offset_groups"] += o.offset_groups == 2;
     seen["tile"] += !o.tile.empty();
@@ -97,7 +98,8 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
       EXPECT_EQ(o.tile.find('x'), std::string::npos) << x.name << ": forced tiles are unsplit";
     }
   }
-  for (const char* k : {"autotune", "lookahead", "priorities", "map_kernel", "site_order", "strided_sites", "split"})
+  for (const char* k :
+       {"autotune", "lookahead", "priorities", "map_kernel", "site_order", "strided_sites", "sites_ahead", "split"})
     EXPECT_GE(seen[k], 1) << k;
   EXPECT_GE(seen["offset_groups"], 2) << "two variants of the osplit class, so it is compared bitwise";
   EXPECT_GE(seen["pdl"], 2);

@@ -199,5 +199,53 @@ TEST(ArenaLayout, NeighbourRowOrderBuffers) {
   EXPECT_GE(ordered.peak_live, bitmap.peak_live) << "the order adds buffers, it removes none";
 }
 
+// CudaOptions::sites_ahead: the levels made from a generated level's bitmap (CenterPoint's levels 2-4, from level 1)
+// are built on the sites stream from the release of the level-1 build on, so all their buffers start there; by
+// default, without a map stream, or with every strided set made from rows, each set starts at its own map's release.
+TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
+  const Int3 grid{41, 1440, 1440};
+  const Graph g = test::centerpoint_builder(grid).graph();
+  BuildOptions o;
+  o.max_input_voxels = 80000;
+  auto first_of = [](const ArenaReport& a, const std::string& name) -> int {
+    for (const ArenaBuffer& b : a.buffers)
+      if (b.name == name) return b.first_step;
+    ADD_FAILURE() << "no buffer " << name;
+    return -1;
+  };
+  BuildOptions on = o;
+  on.cuda.sites_ahead = true;
+  const ArenaReport ahead = cuda_arena_report(g, grid, 1, on), plain = cuda_arena_report(g, grid, 1, o);
+  const int root = first_of(ahead, "sites1 bitmap");
+  for (int s = 2; s <= 4; ++s) {
+    SCOPED_TRACE("site set " + std::to_string(s));
+    const std::string p = "sites" + std::to_string(s);
+    for (const char* b : {" bitmap", " rank (local)", " rank (blocks)", " coords"})
+      EXPECT_EQ(first_of(ahead, p + b), root) << b;
+    EXPECT_GT(first_of(plain, p + " coords"), root) << "by default from their own map's release";
+  }
+  EXPECT_EQ(first_of(ahead, "sites2 order: keys"), root);
+  auto expect_own_release = [&](BuildOptions opt, const char* what) {
+    const ArenaReport r = cuda_arena_report(g, grid, 1, opt);
+    for (int s = 2; s <= 4; ++s) {
+      const std::string p = "sites" + std::to_string(s);
+      EXPECT_EQ(first_of(r, p + " bitmap"), first_of(plain, p + " bitmap")) << what << ", site set " << s;
+    }
+  };
+  BuildOptions rows = on;
+  rows.cuda.strided_sites = CudaStridedSites::FromRows;
+  expect_own_release(rows, "every strided set from rows");
+  BuildOptions one_stream = on;
+  one_stream.cuda.map_lookahead = 0;
+  const ArenaReport single = cuda_arena_report(g, grid, 1, one_stream);
+  one_stream.cuda.sites_ahead = false;
+  const ArenaReport single_plain = cuda_arena_report(g, grid, 1, one_stream);
+  for (int s = 2; s <= 4; ++s) {
+    const std::string p = "sites" + std::to_string(s);
+    EXPECT_EQ(first_of(single, p + " bitmap"), first_of(single_plain, p + " bitmap")) << "one stream, set " << s;
+  }
+  EXPECT_GT(ahead.peak_live, plain.peak_live) << "sets built ahead are alive beside the first levels";
+}
+
 }  // namespace
 }  // namespace scn

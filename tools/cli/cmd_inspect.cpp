@@ -34,6 +34,7 @@ CLI::App* add_inspect(CLI::App& app, InspectArgs& a) {
       ->needs(mem)
       ->check(CLI::Range(1.0, 16.0));
   add_site_order_option(c, a.site_order)->needs(mem);
+  c->add_flag("--sites-ahead", a.sites_ahead, "With --memory: CudaOptions::sites_ahead")->needs(mem);
   return c;
 }
 
@@ -62,6 +63,7 @@ void print_memory(const Graph& g, const InspectArgs& args) {
   o.max_input_voxels = args.max_voxels;
   if (args.capacity_margin > 0) o.capacity_margin = args.capacity_margin;
   o.cuda.site_order = site_order_of(args.site_order);
+  o.cuda.sites_ahead = args.sites_ahead;
   // the frame is measured once (CPU kernel maps), then planned at the bounds and fitted
   std::vector<int64_t> rows;
   if (!args.frame_indices.empty())

@@ -70,6 +70,7 @@ struct InspectArgs {
   int64_t max_voxels = 0;           ///< BuildOptions::max_input_voxels
   double capacity_margin = 0.0;     ///< BuildOptions::capacity_margin (0: its default)
   std::string site_order = "auto";  ///< CudaOptions::site_order
+  bool sites_ahead = false;         ///< CudaOptions::sites_ahead
 };
 CLI::App* add_inspect(CLI::App& app, InspectArgs& a);
 int run_inspect(const InspectArgs& a);
@@ -111,6 +112,7 @@ struct BenchArgs {
   double tune_bucket_factor = 0;       ///< > 0: CudaOptions::tune_bucket_factor
   int map_lookahead = -1;              ///< >= 0: CudaOptions::map_lookahead
   std::string strided_sites = "auto";  ///< CudaOptions::strided_sites: auto | bitmap | rows
+  bool sites_ahead = false;            ///< CudaOptions::sites_ahead
   bool no_stream_priorities = false;   ///< CudaOptions::stream_priorities = false
   bool fit_capacities = false;         ///< BuildOptions::capacity_source = FirstFrame
   bool grow = false;                   ///< BuildOptions::on_capacity_overflow = Grow

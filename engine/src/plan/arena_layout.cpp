@@ -56,6 +56,11 @@ Collected collect(const ArenaInputs& in, const std::vector<int>& release) {
           built_by[size_t(s)] = m.first_node;
         }
     }
+  for (size_t m = 0; m < in.sites_ahead.size(); ++m)
+    if (in.sites_ahead[m] >= 0) {  // built once the root's sites are: from the root's release on
+      ArenaSite& si = c.sites[size_t(ana.maps[m].out_sites)];
+      si.producer_step = std::min(si.producer_step, release[size_t(in.sites_ahead[m])]);
+    }
   auto read_index = [&](int s, int step) {
     c.sites[size_t(s)].index_last = std::max(c.sites[size_t(s)].index_last, step);
     c.sites[size_t(s)].coords_last = std::max(c.sites[size_t(s)].coords_last, step);
@@ -187,6 +192,35 @@ std::vector<bool> neighbour_row_sets(const Graph& g, const GraphAnalysis& ana, C
   for (int v : g.outputs)
     if (g.values[size_t(v)].sparse) ordered[size_t(ana.value_sites[size_t(v)])] = false;
   return ordered;
+}
+
+bool strided_sites_from_bitmap(const GraphAnalysis& ana, const MapSlot& m, CudaStridedSites how) {
+  if (m.kind != MapKind::Strided || how == CudaStridedSites::FromRows) return false;
+  // the kernel's windows: 192 input sites per run of output sites, its reach along the last axis at most 63
+  const bool fits =
+      m.kernel_size[0] <= 32 && m.kernel_size[1] <= 32 && int64_t(m.kernel_size[2] - 1) * m.dilation[2] <= 63;
+  return fits && (how == CudaStridedSites::FromBitmap || ana.site_input[size_t(m.in_sites)] < 0);
+}
+
+std::vector<int> sites_ahead_roots(const GraphAnalysis& ana, const CudaOptions& o, int lookahead) {
+  std::vector<int> root(ana.maps.size(), -1);
+  if (!o.sites_ahead || lookahead == 0) return root;
+  std::vector<int> generator(size_t(ana.num_site_sets), -1);  // the strided slot generating each set
+  for (size_t m = 0; m < ana.maps.size(); ++m)
+    if (ana.maps[m].kind == MapKind::Strided) generator[size_t(ana.maps[m].out_sites)] = int(m);
+  // slots in build order generate the sets later slots read: a root is resolved before its dependents
+  std::vector<int> order(ana.maps.size());
+  for (size_t m = 0; m < order.size(); ++m) order[m] = int(m);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return ana.maps[size_t(a)].first_node < ana.maps[size_t(b)].first_node; });
+  for (int m : order) {
+    const MapSlot& ms = ana.maps[size_t(m)];
+    if (!strided_sites_from_bitmap(ana, ms, o.strided_sites)) continue;
+    const int g = generator[size_t(ms.in_sites)];
+    if (g < 0) continue;  // an input set: its bitmap is made by the input step
+    root[size_t(m)] = root[size_t(g)] >= 0 ? root[size_t(g)] : g;
+  }
+  return root;
 }
 
 ReleasePoints plan_release_points(const std::vector<Step>& steps, const GraphAnalysis& ana, int lookahead) {

@@ -39,14 +39,23 @@ constexpr int kSiteOrderAutoChannels = 64;
 /// indices stay in bitmap order).
 std::vector<bool> neighbour_row_sets(const Graph& graph, const GraphAnalysis& analysis, CudaSiteOrder order);
 
+/// A strided slot's output sites come from its input set's bitmap words (the CUDA backend's strided_bits_kernel)
+/// rather than from its input rows: CudaStridedSites, where the kernel reaches at most 64 sites along the last axis.
+bool strided_sites_from_bitmap(const GraphAnalysis& analysis, const MapSlot& slot, CudaStridedSites how);
+
+/// Per map slot: for a strided slot whose output site set is built ahead (CudaOptions::sites_ahead: from the bitmap of
+/// a generated set, with a map stream), the strided slot built in its release order after whose sites it follows, one
+/// level after another; -1 for every other slot.
+std::vector<int> sites_ahead_roots(const GraphAnalysis& analysis, const CudaOptions& options, int lookahead);
+
 /// A site set's buffers in the arena.
 struct ArenaSite {
   int64_t cap = 0;  ///< rows: the capacity clipped by batch x grid cells (input sets: not clipped)
   Int3 grid{0, 0, 0};
-  int64_t words = 0;  ///< 64-bit bitmap words over batch x grid cells
-  int producer_step = 0;
-  int index_last = 0;   ///< last step reading bitmap / rank / perm
-  int coords_last = 0;  ///< last step reading coords
+  int64_t words = 0;      ///< 64-bit bitmap words over batch x grid cells
+  int producer_step = 0;  ///< written from this step (built ahead: its root slot's release)
+  int index_last = 0;     ///< last step reading bitmap / rank / perm
+  int coords_last = 0;    ///< last step reading coords
   int req_coords = -1, req_bits = -1, req_rank_local = -1, req_rank_block = -1, req_perm = -1;
   /// neighbour-row order: coords in rank order, sort keys and block histograms, alive while the set is built
   int req_order_coords = -1, req_order_keys = -1, req_order_hist = -1;
@@ -80,6 +89,7 @@ struct ArenaInputs {
   std::vector<int64_t> site_capacity;    ///< per site set, before clipping by the grid
   std::vector<bool> site_generated;      ///< per site set: produced by a strided map (no perm unless ordered)
   std::vector<bool> site_ordered;        ///< per site set: in neighbour-row order (neighbour_row_sets)
+  std::vector<int> sites_ahead;          ///< per map slot: sites_ahead_roots (empty: none built ahead)
   std::function<size_t(int)> row_bytes;  ///< per value: bytes of one stored row
   std::vector<ArenaShadow> shadows;
   ReleasePoints release;

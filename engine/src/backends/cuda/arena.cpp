@@ -49,6 +49,7 @@ void CudaEngine::plan_arena() {
   }
   in.row_bytes = [this](int v) { return row_bytes(v); };
   for (const Shadow& sh : shadows_) in.shadows.push_back({sh.value, sh.reader, sh.producer, sh.stride, sh.to_q});
+  in.sites_ahead = sites_root_;
   in.release.release = release_base_;
   in.release.map_order = map_order_;
   in.release.lookahead = lookahead_;

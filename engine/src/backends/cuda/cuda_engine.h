@@ -178,6 +178,9 @@ class CudaEngine final : public Engine {
   QEpilogue q_epilogue(const ConvPlan& c) const;
   ConvArgs conv_args(const ConvPlan& c) const;
   void run_step(const Step& st, cudaStream_t s, bool pdl = false, bool map_late = false);
+  void build_strided_sites(int slot, cudaStream_t s, bool pdl);
+  void emit_strided(int slot, cudaStream_t s, bool pdl);
+  void finish_strided(int slot, cudaStream_t s, bool pdl, bool emitted = false);
   LayerTiming describe_step(const Step& st) const;
   void* value_ptr(int v) const { return value_ptr_[size_t(v)]; }
   int64_t read_count(int s) const;
@@ -263,6 +266,12 @@ class CudaEngine final : public Engine {
   std::vector<int> release_base_;  ///< release points before plan_arena's memory-aware delays
   std::vector<cudaEvent_t> ev_release_, ev_built_;
   cudaEvent_t ev_join_ = nullptr;
+  /// CudaOptions::sites_ahead: per map slot its root (plan/arena_layout.h sites_ahead_roots, -1: none); the
+  /// sites stream builds those slots' site sets, ev_sites_ marks each slot's sites built
+  std::vector<int> sites_root_;
+  cudaStream_t sites_stream_ = nullptr;
+  std::vector<cudaEvent_t> ev_sites_;
+  cudaEvent_t ev_sites_join_ = nullptr;
   std::map<std::string, cudaGraphExec_t> execs_;  ///< the captured graph of each size bucket met
   bool exec_valid_ = false;  ///< false: every captured graph holds stale addresses (re-capture on use)
 

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_engine.h"
 #include "backends/cuda/tile_choice.h"
+#include "plan/arena_layout.h"
 #include "plan/int8_arith.h"
 
 namespace scn::cuda {
@@ -268,6 +269,43 @@ ConvArgs CudaEngine::conv_args(const ConvPlan& c) const {
   return a;
 }
 
+/// The first part of a strided map step: the output set's bitmap and rank (and count), from the input set's bitmap
+/// words or its rows (CudaOptions::strided_sites).
+void CudaEngine::build_strided_sites(int slot, cudaStream_t s, bool pdl) {
+  const MapSlot& m = an().maps[size_t(slot)];
+  const MapGeom geom = geom_of(m);
+  SiteInfo& in = sites_[size_t(m.in_sites)];
+  SiteInfo& out = sites_[size_t(m.out_sites)];
+  ErrSlot* err = err_of(m.first_node);
+  if (strided_sites_from_bitmap(an(), m, opt().strided_sites)) {
+    launch_strided_sites_from_bits(in.dev, out.dev, geom, err, sm_count_, s, pdl);
+  } else {
+    SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
+    launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
+    launch_rank(out.dev, true, err, sm_count_, s, pdl);
+  }
+}
+
+/// The rest of a strided map step once its output set has its bitmap and rank: the set's coordinates (by rank, or
+/// in neighbour-row order) and the map.
+void CudaEngine::emit_strided(int slot, cudaStream_t s, bool pdl) {
+  const MapSlot& m = an().maps[size_t(slot)];
+  SiteInfo& out = sites_[size_t(m.out_sites)];
+  if (out.ordered)
+    launch_site_order(out.dev, out.order, sm_count_, s, pdl);
+  else
+    launch_emit_coords(out.dev, sm_count_, s, pdl);
+}
+
+void CudaEngine::finish_strided(int slot, cudaStream_t s, bool pdl, bool emitted) {
+  const MapSlot& m = an().maps[size_t(slot)];
+  SiteInfo& in = sites_[size_t(m.in_sites)];
+  SiteInfo& out = sites_[size_t(m.out_sites)];
+  if (!emitted) emit_strided(slot, s, pdl);
+  launch_strided_map(in.dev, out.dev, geom_of(m), map_ptr_[size_t(slot)], map_kernel_of(opt().map_kernel), sm_count_, s,
+                     pdl);
+}
+
 /// Enqueues one step on `s`. `pdl`: the step's kernels may launch programmatically — convs (launch_igemm,
 /// launch_osplit), and the site-index and map kernels of input and map steps (each waits for its predecessor
 /// first thing, common.cuh).
@@ -298,26 +336,10 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
           launch_subm_map(sites_[size_t(m.in_sites)].dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s,
                           pdl);
           break;
-        case MapKind::Strided: {
-          SiteInfo& in = sites_[size_t(m.in_sites)];
-          SiteInfo& out = sites_[size_t(m.out_sites)];
-          const CudaStridedSites how = opt().strided_sites;
-          const bool from_bits = how != CudaStridedSites::FromRows && strided_sites_from_bits_fits(geom) &&
-                                 (how == CudaStridedSites::FromBitmap || in.generated);
-          if (from_bits) {
-            launch_strided_sites_from_bits(in.dev, out.dev, geom, err_of(st.node), sm_count_, s, pdl);
-          } else {
-            SCN_CUDA_CHECK(cudaMemsetAsync(out.dev.bits, 0, size_t(out.words) * 8, s));
-            launch_strided_mark(in.dev, out.dev, geom, sm_count_, s);
-            launch_rank(out.dev, true, err_of(st.node), sm_count_, s, pdl);
-          }
-          if (out.ordered)
-            launch_site_order(out.dev, out.order, sm_count_, s, pdl);
-          else
-            launch_emit_coords(out.dev, sm_count_, s, pdl);
-          launch_strided_map(in.dev, out.dev, geom, out_in, map_kernel_of(opt().map_kernel), sm_count_, s, pdl);
+        case MapKind::Strided:
+          build_strided_sites(st.slot, s, pdl);
+          finish_strided(st.slot, s, pdl);
           break;
-        }
         case MapKind::Inverse: {
           const MapSlot& src = ana.maps[size_t(m.source_slot)];
           launch_inverse_map(sites_[size_t(src.in_sites)].dev, sites_[size_t(src.out_sites)].dev, geom, out_in,

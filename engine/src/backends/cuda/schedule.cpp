@@ -3,6 +3,7 @@
 // places earlier and joined before its own first conv; the graph is captured from a stream of the
 // highest priority with per-node priorities, and convs launch programmatically (sm_90) where the
 // kernel before them did not write their map. docs/cuda_backend.md "Execution".
+#include <algorithm>
 #include <climits>
 
 #include "backends/cuda/cuda_check.h"
@@ -21,6 +22,7 @@ void CudaEngine::plan_release_points() {
   map_order_ = r.map_order;
   release_node_ = r.release;
   release_base_ = release_node_;
+  sites_root_ = sites_ahead_roots(an(), opt(), lookahead_);
 }
 
 void CudaEngine::create_streams() {
@@ -40,10 +42,21 @@ void CudaEngine::create_streams() {
   for (auto& e : ev_release_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   for (auto& e : ev_built_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join_, cudaEventDisableTiming));
+  if (std::any_of(sites_root_.begin(), sites_root_.end(), [](int r) { return r >= 0; })) {
+    // the sites stream at the map stream's (lowest) priority
+    SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&sites_stream_, cudaStreamNonBlocking));
+    ev_sites_.assign(an().maps.size(), nullptr);
+    for (auto& e : ev_sites_) SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    SCN_CUDA_CHECK(cudaEventCreateWithFlags(&ev_sites_join_, cudaEventDisableTiming));
+  }
 }
 
 void CudaEngine::destroy_streams() {
   if (side_stream_) cudaStreamSynchronize(side_stream_);
+  if (sites_stream_) cudaStreamSynchronize(sites_stream_);
+  for (auto e : ev_sites_) cudaEventDestroy(e);
+  if (ev_sites_join_) cudaEventDestroy(ev_sites_join_);
+  if (sites_stream_) cudaStreamDestroy(sites_stream_);
   for (auto e : ev_release_) cudaEventDestroy(e);
   for (auto e : ev_built_) cudaEventDestroy(e);
   if (ev_join_) cudaEventDestroy(ev_join_);
@@ -123,6 +136,34 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   bool inputs_done = false;
   bool map_just_built = false;
   bool side_used = false;  // (joining a stream with no captured work is an error in graph capture)
+  bool sites_used = false;
+  // A map step on `on`. A strided slot whose sites are built ahead waits for them and builds its map; a root records
+  // its sites built and queues the site sets of the slots that follow it on the sites stream (in build order, each
+  // from the previous level's bitmap), which run while the levels before them convolve.
+  auto map_step = [&](int m, cudaStream_t on, bool chained) {
+    const MapSlot& ms = ana.maps[size_t(m)];
+    if (ms.kind != MapKind::Strided) {
+      run_step(Step{StepKind::Map, ms.first_node, m}, on, chained);
+      return;
+    }
+    if (sites_root_[size_t(m)] >= 0) {
+      SCN_CUDA_CHECK(cudaStreamWaitEvent(on, ev_sites_[size_t(m)], 0));
+    } else {
+      build_strided_sites(m, on, chained);
+      if (std::find(sites_root_.begin(), sites_root_.end(), m) != sites_root_.end()) {
+        sites_used = true;
+        SCN_CUDA_CHECK(cudaEventRecord(ev_sites_[size_t(m)], on));
+        SCN_CUDA_CHECK(cudaStreamWaitEvent(sites_stream_, ev_sites_[size_t(m)], 0));
+        for (int a : map_order_)
+          if (sites_root_[size_t(a)] == m) {
+            build_strided_sites(a, sites_stream_, false);
+            emit_strided(a, sites_stream_, false);
+            SCN_CUDA_CHECK(cudaEventRecord(ev_sites_[size_t(a)], sites_stream_));
+          }
+      }
+    }
+    finish_strided(m, on, chained, sites_root_[size_t(m)] >= 0);
+  };
   auto release_up_to = [&](int node) {
     while (next_build < map_order_.size() && release_node_[size_t(map_order_[next_build])] <= node) {
       const int m = map_order_[next_build];
@@ -132,7 +173,7 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
       side_used = true;
       SCN_CUDA_CHECK(cudaEventRecord(ev_release_[size_t(m)], s));
       SCN_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, ev_release_[size_t(m)], 0));
-      run_step(Step{StepKind::Map, ana.maps[size_t(m)].first_node, m}, side_stream_);
+      map_step(m, side_stream_, false);
       SCN_CUDA_CHECK(cudaEventRecord(ev_built_[size_t(m)], side_stream_));
     }
   };
@@ -144,7 +185,7 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
     }
     if (st.kind == StepKind::Map) {
       if (st.slot == inline_map) {
-        run_step(st, s, pdl);
+        map_step(st.slot, s, pdl);
         map_just_built = true;
         inline_done = true;
         release_up_to(st.node);
@@ -163,6 +204,10 @@ void CudaEngine::enqueue(cudaStream_t s, std::vector<cudaEvent_t>* ev) {
   if (side_used) {
     SCN_CUDA_CHECK(cudaEventRecord(ev_join_, side_stream_));
     SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join_, 0));
+  }
+  if (sites_used) {
+    SCN_CUDA_CHECK(cudaEventRecord(ev_sites_join_, sites_stream_));
+    SCN_CUDA_CHECK(cudaStreamWaitEvent(s, ev_sites_join_, 0));
   }
 }
 
