@@ -130,6 +130,16 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
       EXPECT_EQ(fit.capacity[s], fitted_capacity(bounds.measured_rows[s], margin)) << s;
     EXPECT_LT(fit.total, bounds.total);
     EXPECT_GT(fit.total, previous);
+    if (real) {  // the level-1 submanifold map is released at its level's first conv (conv5), not beside level 0's peak
+      auto step = [&](const std::string& name, bool first) {
+        for (const ArenaBuffer& b : fit.buffers)
+          if (b.name == name) return first ? b.first_step : b.last_step;
+        ADD_FAILURE() << "no buffer " << name;
+        return -1;
+      };
+      EXPECT_EQ(step("map2 (conv6)", true), step("map1 (conv5)", false)) << "margin " << margin;
+      EXPECT_EQ(step("map1 (conv5)", true), 0);
+    }
     previous = fit.total;
   }
   // batch 8 at the bounds: 8x the rows of every level

@@ -95,8 +95,8 @@ struct CudaOptions {
   /// With a map stream: every site set made from a generated set's bitmap (strided_sites) is built (bitmap, rank,
   /// coordinates, neighbour-row order) on a third stream as soon as the set it comes from has its bitmap, one level
   /// after another during the first levels' convs, rather than when its strided map is released; the maps stay on
-  /// the map stream. Faster, and its sets are alive from the start: CenterPoint on the H200 0.474-0.477 against
-  /// 0.479-0.482 ms and +2 MiB fitted (docs/benchmarks.md, session 25), hence off by default.
+  /// the map stream. Faster, but those sets are alive beside the first level's peak of memory (figures:
+  /// docs/benchmarks.md, session 25), hence off by default.
   bool sites_ahead = false;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else

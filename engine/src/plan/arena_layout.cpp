@@ -251,12 +251,14 @@ ArenaLayout plan_arena_layout(const ArenaInputs& in) {
   const std::vector<int>& order = in.release.map_order;
   std::vector<int> release = in.release.release;
   // Map builds released early only where it pays: a map released `lookahead` slots ahead is
-  // alive beside the previous level's activations. From the last map backwards, release it one
-  // slot ahead instead when that lowers the most bytes alive at once (the deep levels have small
-  // maps and long convolutions, so the map stream keeps its head start where it needs it).
+  // alive beside the previous level's activations. From the last map backwards to the second (the
+  // ones released right after the inputs included), release it one slot later instead when that
+  // lowers the most bytes alive at once (the deep levels have small maps and long convolutions, so
+  // the map stream keeps its head start where it needs it; CenterPoint fitted to the real frame:
+  // the level-1 submanifold map released at conv5, not beside level 0's peak).
   if (in.release.lookahead > 1) {
     size_t best = peak_live_bytes(collect(in, release).req, 256);
-    for (size_t j = order.size(); j-- > size_t(in.release.lookahead);) {
+    for (size_t j = order.size(); j-- > 1;) {
       const int m = order[j];
       const int old = release[size_t(m)];
       const int later = ana.maps[size_t(order[j - 1])].first_node;
