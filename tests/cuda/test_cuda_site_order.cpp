@@ -14,6 +14,7 @@
 
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
+#include "cuda/device_buffer.h"
 #include "plan/arena_layout.h"
 
 namespace scn::cuda {
@@ -42,16 +43,7 @@ struct HostSet {
 };
 
 template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(size_t n) {
-    void* v = nullptr;
-    if (cudaMalloc(&v, std::max<size_t>(n, 1) * sizeof(T)) == cudaSuccess) p = static_cast<T*>(v);
-  }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
-};
+using Dev = cudatest::DeviceBuffer<T>;
 
 TEST(CudaSiteOrder, PermutationIsAStableSortOfTheBitmapOrderByNeighbourRowKey) {
   SCN_REQUIRE_CUDA();

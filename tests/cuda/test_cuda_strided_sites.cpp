@@ -15,6 +15,7 @@
 
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
+#include "cuda/device_buffer.h"
 
 namespace scn::cuda {
 namespace {
@@ -22,16 +23,7 @@ namespace {
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
 template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(size_t n) {
-    void* v = nullptr;
-    if (cudaMalloc(&v, std::max<size_t>(n, 1) * sizeof(T)) == cudaSuccess) p = static_cast<T*>(v);
-  }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
-};
+using Dev = cudatest::DeviceBuffer<T>;
 
 struct Grid {
   int batch, s0, s1, s2;

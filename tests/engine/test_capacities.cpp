@@ -30,6 +30,13 @@ Planned plan_of(const EngineBuilder& b, const BuildOptions& o) {
   return p;
 }
 
+/// The buffer of that name, or nullptr.
+const ArenaBuffer* buffer_named(const ArenaReport& a, const std::string& name) {
+  for (const ArenaBuffer& b : a.buffers)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
 /// Bytes by kind (coords, bitmaps, maps, activations) and every buffer with its lifetime and offset.
 void print_breakdown(const std::string& what, const ArenaReport& a) {
   std::map<std::string, size_t> kind;
@@ -131,14 +138,11 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
     EXPECT_LT(fit.total, bounds.total);
     EXPECT_GT(fit.total, previous);
     if (real) {  // the level-1 submanifold map is released at its level's first conv (conv5), not beside level 0's peak
-      auto step = [&](const std::string& name, bool first) {
-        for (const ArenaBuffer& b : fit.buffers)
-          if (b.name == name) return first ? b.first_step : b.last_step;
-        ADD_FAILURE() << "no buffer " << name;
-        return -1;
-      };
-      EXPECT_EQ(step("map2 (conv6)", true), step("map1 (conv5)", false)) << "margin " << margin;
-      EXPECT_EQ(step("map1 (conv5)", true), 0);
+      const ArenaBuffer* m1 = buffer_named(fit, "map1 (conv5)");
+      const ArenaBuffer* m2 = buffer_named(fit, "map2 (conv6)");
+      ASSERT_TRUE(m1 && m2);
+      EXPECT_EQ(m2->first_step, m1->last_step) << "margin " << margin;
+      EXPECT_EQ(m1->first_step, 0);
     }
     previous = fit.total;
   }
@@ -180,9 +184,8 @@ TEST(ArenaLayout, NeighbourRowOrderBuffers) {
   BuildOptions o;
   o.max_input_voxels = 80000;
   auto bytes_of = [](const ArenaReport& a, const std::string& name) -> size_t {
-    for (const ArenaBuffer& b : a.buffers)
-      if (b.name == name) return b.bytes;
-    return 0;
+    const ArenaBuffer* b = buffer_named(a, name);
+    return b ? b->bytes : 0;
   };
   const ArenaReport automatic = cuda_arena_report(g, grid, 1, o);
   o.cuda.site_order = CudaSiteOrder::NeighbourRows;
@@ -218,10 +221,9 @@ TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
   BuildOptions o;
   o.max_input_voxels = 80000;
   auto first_of = [](const ArenaReport& a, const std::string& name) -> int {
-    for (const ArenaBuffer& b : a.buffers)
-      if (b.name == name) return b.first_step;
-    ADD_FAILURE() << "no buffer " << name;
-    return -1;
+    const ArenaBuffer* b = buffer_named(a, name);
+    EXPECT_TRUE(b) << "no buffer " << name;
+    return b ? b->first_step : -1;
   };
   BuildOptions on = o;
   on.cuda.sites_ahead = true;
