@@ -286,8 +286,7 @@ void CudaEngine::build_strided_sites(int slot, cudaStream_t s, bool pdl) {
   }
 }
 
-/// The rest of a strided map step once its output set has its bitmap and rank: the set's coordinates (by rank, or
-/// in neighbour-row order) and the map.
+/// A strided slot's output set's coordinates once the set has its bitmap and rank: by rank, or in neighbour-row order.
 void CudaEngine::emit_strided(int slot, cudaStream_t s, bool pdl) {
   const MapSlot& m = an().maps[size_t(slot)];
   SiteInfo& out = sites_[size_t(m.out_sites)];
@@ -297,6 +296,8 @@ void CudaEngine::emit_strided(int slot, cudaStream_t s, bool pdl) {
     launch_emit_coords(out.dev, sm_count_, s, pdl);
 }
 
+/// The rest of a strided map step: the output set's coordinates unless `emitted` (built ahead on the sites stream),
+/// then the map.
 void CudaEngine::finish_strided(int slot, cudaStream_t s, bool pdl, bool emitted) {
   const MapSlot& m = an().maps[size_t(slot)];
   SiteInfo& in = sites_[size_t(m.in_sites)];
