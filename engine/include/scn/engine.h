@@ -41,8 +41,8 @@ enum class CudaMapKernel {
 
 /// How the site set of a strided convolution is found (both give the same set, hence bitwise the same outputs).
 enum class CudaStridedSites {
-  /// FromBitmap where the conv reads a set an earlier strided conv generated (CenterPoint's levels 1-3 and
-  /// conv_out), FromRows where it reads the network's input voxels: the full-resolution grid is so sparse that
+  /// FromBitmap where the conv reads a set an earlier strided conv generated (CenterPoint's strided convs after the
+  /// first), FromRows where it reads the network's input voxels: the full-resolution grid is so sparse that
   /// reading its bitmap costs more than the atomics of its rows (docs/benchmarks.md, session 25)
   Auto = 0,
   /// every word of the output bitmap from the words of the input bitmap it reaches: no memset, no atomics, no read
