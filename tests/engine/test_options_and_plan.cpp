@@ -2,6 +2,7 @@
 // buffer groups, steps and capacities of CenterPoint, computed once from one graph analysis.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "core/options.h"
@@ -71,6 +72,24 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o = {};
   o.capacity_margin = 0.9;  // fewer rows than measured would overflow at once
   expect_error_naming(o, "BuildOptions.capacity_margin");
+}
+
+// cuda_osplit_configs: the osplit names tune_skip accepts, listed exactly when the build has the CUDA backend (with or
+// without a GPU), each once, each accepted with or without its prefix.
+TEST(Options, OsplitConfigsAreListedForTuneSkip) {
+  const std::vector<std::string> names = cuda_osplit_configs();
+  EXPECT_EQ(names.empty(), cuda_tile_configs().empty()) << "listed exactly when the CUDA backend is built";
+  std::set<std::string> seen;
+  for (const std::string& n : names) {
+    EXPECT_EQ(n.rfind("osplit ", 0), 0u) << n;
+    EXPECT_TRUE(seen.insert(n).second) << n << " listed twice";
+  }
+  if (names.empty()) return;
+  CudaOptions c;
+  c.tune_skip = {names.front(), names.back().substr(7)};
+  EXPECT_NO_THROW(validate_cuda_tiles(c, {}, names));
+  c.tune_skip = {"osplit c99x99"};
+  EXPECT_THROW(validate_cuda_tiles(c, {}, names), Error);
 }
 
 TEST(Options, TileNamesAreCheckedAgainstTheCompiledList) {

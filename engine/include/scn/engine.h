@@ -73,8 +73,8 @@ struct CudaOptions {
   /// Force one tile configuration where it fits (e.g. "m64n64k32s4t", "igemm-i8 m64n64k32s4t";
   /// cuda_tile_configs() lists them); empty = heuristic + autotuner. Forcing a tile turns the tuner off.
   std::string tile;
-  /// Tile names (or shapes) and osplit configs ("osplit c32x32r32p2s3w20", prefix optional) the autotuner leaves out;
-  /// an osplit class left with no config is an error.
+  /// Tile names (or shapes) and osplit configs ("osplit c32x32r32p2s3w20", prefix optional; cuda_osplit_configs()
+  /// lists them) the autotuner leaves out; an osplit class left with no config is an error.
   std::vector<std::string> tune_skip;
   int map_lookahead = 3;          ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
   bool stream_priorities = true;  ///< convs' graph nodes above the map stream's
@@ -286,5 +286,11 @@ bool cuda_available();
 /// INT8 engines ("igemm-i8 m64n64k32s4t" on int8 operands, "igemm-q ..." fp16 operands with a
 /// quantizing epilogue). Empty in a build without CUDA.
 std::vector<std::string> cuda_tile_configs(Precision precision = Precision::Fp16);
+
+/// Names of the warp-independent offset-split kernel configurations compiled into the CUDA backend, which the
+/// autotuner times for the 16/32-channel convs (e.g. "osplit c32x32r32p2s3w20"; "osplit qc..." and "osplit i8c..."
+/// for the INT8 engines' modes): with the tile names, the values CudaOptions::tune_skip accepts. Empty in a build
+/// without CUDA.
+std::vector<std::string> cuda_osplit_configs();
 
 }  // namespace scn

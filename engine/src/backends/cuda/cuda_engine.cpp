@@ -28,6 +28,8 @@ bool cuda_available() {
   return n > 0;
 }
 
+std::vector<std::string> cuda_osplit_configs() { return cuda::compiled_osplit_names(); }
+
 std::vector<std::string> cuda_tile_configs(Precision precision) {
   // wgmma tiles run on compute capability 9.0 only: not listed when the current GPU is another
   // (without a GPU everything compiled is listed)
