@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "plan/strided_window.h"
 #include "scn/error.h"
 
 namespace scn {
@@ -196,9 +197,7 @@ std::vector<bool> neighbour_row_sets(const Graph& g, const GraphAnalysis& ana, C
 
 bool strided_sites_from_bitmap(const GraphAnalysis& ana, const MapSlot& m, CudaStridedSites how) {
   if (m.kind != MapKind::Strided || how == CudaStridedSites::FromRows) return false;
-  // the kernel's windows: 192 input sites per run of output sites, its reach along the last axis at most 63
-  const bool fits =
-      m.kernel_size[0] <= 32 && m.kernel_size[1] <= 32 && int64_t(m.kernel_size[2] - 1) * m.dilation[2] <= 63;
+  const bool fits = strided_bits_window_fits(m.kernel_size[0], m.kernel_size[1], m.kernel_size[2], m.dilation[2]);
   return fits && (how == CudaStridedSites::FromBitmap || ana.site_input[size_t(m.in_sites)] < 0);
 }
 

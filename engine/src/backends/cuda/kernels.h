@@ -88,7 +88,7 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, c
 /// grows on that overflow either way). Needs strided_sites_from_bits_fits(g).
 void launch_strided_sites_from_bits(SiteIndex in, SiteIndex out, MapGeom g, ErrSlot* err, int sm_count, cudaStream_t st,
                                     bool pdl = false);
-/// The kernel's reach along the last axis, (k2 - 1) x d2, is at most 63 sites (the shift of one window word).
+/// The launcher's precondition: a stride along the last axis and plan/strided_window.h's window constraint.
 bool strided_sites_from_bits_fits(const MapGeom& g);
 /// Popcount prefix of out.bits; `block_tmp` holds rank_blocks(words) uint32. When `set_count`,
 /// writes min(total, cap) to *out.count and records an overflow for the node in `err`.

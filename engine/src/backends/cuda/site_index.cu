@@ -14,6 +14,7 @@
 
 #include "backends/cuda/block_scan.cuh"
 #include "backends/cuda/common.cuh"
+#include "plan/strided_window.h"
 
 namespace scn::cuda {
 
@@ -320,8 +321,7 @@ void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm, cudaStr
 }
 
 bool strided_sites_from_bits_fits(const MapGeom& g) {
-  return g.k0 >= 1 && g.k1 >= 1 && g.k2 >= 1 && g.k0 <= 32 && g.k1 <= 32 && g.st2 >= 1 && g.d2 >= 1 &&
-         (g.k2 - 1) * int64_t(g.d2) <= 63;
+  return g.st2 >= 1 && strided_bits_window_fits(g.k0, g.k1, g.k2, g.d2);
 }
 
 void launch_strided_sites_from_bits(SiteIndex in, SiteIndex out, MapGeom g, ErrSlot* err, int sm, cudaStream_t st,
