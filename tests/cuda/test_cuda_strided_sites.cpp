@@ -1,7 +1,7 @@
-// A strided conv's output site set made from the input bitmap (launch_strided_sites_from_bits) against a host twin
-// of spconv's rule (output o exists when some input site sits at o * stride - pad + r * dilation) and against the
-// atomic marking from the input rows (launch_strided_mark + launch_rank): bitmap words, ranks and count compared
-// word by word, over geometries whose lines straddle bitmap words or are shorter than one word.
+// A strided conv's output site set made from the input bitmap (launch_strided_sites_from_bits) against the CPU
+// oracle's strided map (spconv's rule: output o exists when some input site sits at o * stride - pad + r * dilation)
+// and against the atomic marking from the input rows (launch_strided_mark + launch_rank): bitmap words, ranks and count
+// compared word by word, over geometries whose lines straddle bitmap words or are shorter than one word.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <vector_functions.h>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernel_map.h"
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
@@ -101,28 +102,24 @@ TEST(CudaStridedSites, FromBitmapEqualsTheRuleAndTheAtomicMarking) {
         sites.push_back(make_int4(b, i0, i1, i2));
       }
     ASSERT_GT(sites.size(), 0u);
-    // host twin: output o exists when an input site sits at o * st - p + r * d for some tap r per axis
-    auto in_at = [&](int b, int i0, int i1, int i2) {
-      if (i0 < 0 || i0 >= c.in.s0 || i1 < 0 || i1 >= c.in.s1 || i2 < 0 || i2 >= c.in.s2) return false;
-      return occ[size_t(((int64_t(b) * c.in.s0 + i0) * c.in.s1 + i1) * c.in.s2 + i2)] != 0;
-    };
+    // the CPU oracle's strided map (spconv's rule: output o exists when an input site sits at o * st - p + r * d for
+    // some tap r per axis) gives the expected output sites
+    cpu::SiteSet cin;
+    cin.shape = {c.in.s0, c.in.s1, c.in.s2};
+    cin.batch = c.in.batch;
+    for (const int4& q : sites) cin.coords.insert(cin.coords.end(), {q.x, q.y, q.z, q.w});
+    cin.index();
+    MapSlot slot;
+    slot.kind = MapKind::Strided;
+    slot.kernel_size = {g.k0, g.k1, g.k2};
+    slot.stride = {g.st0, g.st1, g.st2};
+    slot.padding = {g.p0, g.p1, g.p2};
+    slot.dilation = {g.d0, g.d1, g.d2};
+    cpu::SiteSet cout;
+    cpu::build_strided_map(cin, slot, {out.s0, out.s1, out.s2}, cout, 1);
     std::vector<uint64_t> expect(size_t(out.words()), 0);
-    int64_t expect_n = 0;
-    for (int b = 0; b < out.batch; ++b)
-      for (int o0 = 0; o0 < out.s0; ++o0)
-        for (int o1 = 0; o1 < out.s1; ++o1)
-          for (int o2 = 0; o2 < out.s2; ++o2) {
-            bool any = false;
-            for (int r0 = 0; r0 < g.k0 && !any; ++r0)
-              for (int r1 = 0; r1 < g.k1 && !any; ++r1)
-                for (int r2 = 0; r2 < g.k2 && !any; ++r2)
-                  any = in_at(b, o0 * g.st0 - g.p0 + r0 * g.d0, o1 * g.st1 - g.p1 + r1 * g.d1,
-                              o2 * g.st2 - g.p2 + r2 * g.d2);
-            if (!any) continue;
-            const int64_t key = ((int64_t(b) * out.s0 + o0) * out.s1 + o1) * out.s2 + o2;
-            expect[size_t(key / 64)] |= uint64_t(1) << (key % 64);
-            ++expect_n;
-          }
+    const int64_t expect_n = cout.size();
+    for (const int64_t key : cout.keys) expect[size_t(key / 64)] |= uint64_t(1) << (key % 64);
     ASSERT_GT(expect_n, 0);
 
     // the input set on the device: bits and coordinates from the host (the atomic marking reads the coordinates)

@@ -75,7 +75,7 @@ ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, c
   in.site_ordered = neighbour_row_sets(*g, *an, options.cuda.site_order);
   in.row_bytes = [&graph](int v) { return size_t((graph.values[size_t(v)].channels + 15) / 16 * 16) * 2; };
   in.release = plan_release_points(plan.steps, *an, options.cuda.map_lookahead);
-  in.sites_ahead = sites_ahead_roots(*an, options.cuda, in.release.lookahead);
+  in.sites_ahead = sites_ahead_roots(*an, options.cuda, in.release);
   const ArenaLayout lay = plan_arena_layout(in);
   for (const ArenaSite& s : lay.sites) r.capacity.push_back(s.cap);
   for (size_t i = 0; i < lay.requests.size(); ++i)

@@ -201,18 +201,14 @@ bool strided_sites_from_bitmap(const GraphAnalysis& ana, const MapSlot& m, CudaS
   return fits && (how == CudaStridedSites::FromBitmap || ana.site_input[size_t(m.in_sites)] < 0);
 }
 
-std::vector<int> sites_ahead_roots(const GraphAnalysis& ana, const CudaOptions& o, int lookahead) {
+std::vector<int> sites_ahead_roots(const GraphAnalysis& ana, const CudaOptions& o, const ReleasePoints& r) {
   std::vector<int> root(ana.maps.size(), -1);
-  if (!o.sites_ahead || lookahead == 0) return root;
+  if (!o.sites_ahead || r.lookahead == 0) return root;
   std::vector<int> generator(size_t(ana.num_site_sets), -1);  // the strided slot generating each set
   for (size_t m = 0; m < ana.maps.size(); ++m)
     if (ana.maps[m].kind == MapKind::Strided) generator[size_t(ana.maps[m].out_sites)] = int(m);
   // slots in build order generate the sets later slots read: a root is resolved before its dependents
-  std::vector<int> order(ana.maps.size());
-  for (size_t m = 0; m < order.size(); ++m) order[m] = int(m);
-  std::sort(order.begin(), order.end(),
-            [&](int a, int b) { return ana.maps[size_t(a)].first_node < ana.maps[size_t(b)].first_node; });
-  for (int m : order) {
+  for (int m : r.map_order) {
     const MapSlot& ms = ana.maps[size_t(m)];
     if (!strided_sites_from_bitmap(ana, ms, o.strided_sites)) continue;
     const int g = generator[size_t(ms.in_sites)];

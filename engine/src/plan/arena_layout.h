@@ -43,11 +43,6 @@ std::vector<bool> neighbour_row_sets(const Graph& graph, const GraphAnalysis& an
 /// rather than from its input rows: CudaStridedSites, where the kernel reaches at most 64 sites along the last axis.
 bool strided_sites_from_bitmap(const GraphAnalysis& analysis, const MapSlot& slot, CudaStridedSites how);
 
-/// Per map slot: for a strided slot whose output site set is built ahead (CudaOptions::sites_ahead: from the bitmap of
-/// a generated set, with a map stream), the strided slot built in its release order after whose sites it follows, one
-/// level after another; -1 for every other slot.
-std::vector<int> sites_ahead_roots(const GraphAnalysis& analysis, const CudaOptions& options, int lookahead);
-
 /// A site set's buffers in the arena.
 struct ArenaSite {
   int64_t cap = 0;  ///< rows: the capacity clipped by batch x grid cells (input sets: not clipped)
@@ -78,6 +73,12 @@ struct ReleasePoints {
   int lookahead = 0;           ///< as applied: 0 when an input is bound after other steps
 };
 ReleasePoints plan_release_points(const std::vector<Step>& steps, const GraphAnalysis& analysis, int lookahead);
+
+/// Per map slot: for a strided slot whose output site set is built ahead (CudaOptions::sites_ahead: from the bitmap of
+/// a generated set, with a map stream), the strided slot built in its release order after whose sites it follows, one
+/// level after another; -1 for every other slot.
+std::vector<int> sites_ahead_roots(const GraphAnalysis& analysis, const CudaOptions& options,
+                                   const ReleasePoints& release);
 
 struct ArenaInputs {
   const Graph* graph = nullptr;

@@ -22,7 +22,7 @@ void CudaEngine::plan_release_points() {
   map_order_ = r.map_order;
   release_node_ = r.release;
   release_base_ = release_node_;
-  sites_root_ = sites_ahead_roots(an(), opt(), lookahead_);
+  sites_root_ = sites_ahead_roots(an(), opt(), r);
 }
 
 void CudaEngine::create_streams() {

@@ -112,6 +112,17 @@ __global__ void __launch_bounds__(kRankThreads) rank_local_kernel(SiteIndex s, b
   if (threadIdx.x == 0) s.rank_block[blockIdx.x] = total;
 }
 
+/// (b, i0, i1, i2) of a bitmap key (site_key's inverse), with divisions in the key's type.
+template <typename K>
+__device__ __forceinline__ int4 key_coords(const SiteIndex& s, K key) {
+  const int i2 = int(key % K(s.s2));
+  key /= K(s.s2);
+  const int i1 = int(key % K(s.s1));
+  key /= K(s.s1);
+  const int i0 = int(key % K(s.s0));
+  return make_int4(int(key / K(s.s0)), i0, i1, i2);
+}
+
 /// Bitmap keys start .. start + 191 as three words (bit t of v is key start + t), keys outside the bitmap read as 0:
 /// four aligned words, each loaded independently of the others, so that every line's loads are in flight at once.
 __device__ __forceinline__ void bitmap_window(const uint64_t* __restrict__ bits, int64_t words, int64_t start,
@@ -152,14 +163,10 @@ __global__ void __launch_bounds__(32) strided_bits_kernel(SiteIndex in, SiteInde
        w += int64_t(gridDim.x) * blockDim.x) {
     uint64_t word = 0;
     for (int pos = 0; pos < 64;) {
-      Key key = Key(w) * 64 + Key(pos);
+      const Key key = Key(w) * 64 + Key(pos);
       if (key >= keys) break;
-      const int o2 = int(key % Key(out.s2));
-      key /= Key(out.s2);
-      const int o1 = int(key % Key(out.s1));
-      key /= Key(out.s1);
-      const int o0 = int(key % Key(out.s0));
-      const int b = int(key / Key(out.s0));
+      const int4 o = key_coords(out, key);
+      const int b = o.x, o0 = o.y, o1 = o.z, o2 = o.w;
       const int len = 64 - pos < out.s2 - o2 ? 64 - pos : out.s2 - o2;
       for (int c = 0; c < len; c += run) {
         const int n = len - c < run ? len - c : run;
@@ -231,17 +238,6 @@ __global__ void __launch_bounds__(kRankBlocksThreads)
     if (t > s.cap) record_error(err + kErrOverflow, 0, t, s.cap);
     *s.count = int(t < s.cap ? t : s.cap);
   }
-}
-
-/// (b, i0, i1, i2) of a bitmap key (site_key's inverse), with divisions in the key's type.
-template <typename K>
-__device__ __forceinline__ int4 key_coords(const SiteIndex& s, K key) {
-  const int i2 = int(key % K(s.s2));
-  key /= K(s.s2);
-  const int i1 = int(key % K(s.s1));
-  key /= K(s.s1);
-  const int i0 = int(key % K(s.s0));
-  return make_int4(int(key / K(s.s0)), i0, i1, i2);
 }
 
 // One warp per group of `group` (<= 32) bitmap words: lane l < group loads word w0 + l and its rank,
@@ -329,7 +325,7 @@ void launch_strided_sites_from_bits(SiteIndex in, SiteIndex out, MapGeom g, ErrS
   SCN_CHECK(strided_sites_from_bits_fits(g), "launch_strided_sites_from_bits: a ", g.k0, "x", g.k1, "x", g.k2,
             " kernel of dilation ", g.d2, " along the last axis does not fit its windows");
   SCN_CHECK(in.batch == out.batch, "launch_strided_sites_from_bits: batch ", in.batch, " -> ", out.batch);
-  // one-warp blocks (~92 registers a thread): one fits in the registers a level's conv blocks leave free on an SM
+  // one-warp blocks (~64 registers a thread): one fits in the registers a level's conv blocks leave free on an SM
   // (docs/benchmarks.md, session 23: 4,096 beside the level-1 and level-2 convs)
   const int grid = grid_for(out.words, 32, sm, 64);
   const bool k33 = g.k0 == 3 && g.k1 == 3;
