@@ -213,7 +213,7 @@ inline std::string first_tile(const std::vector<std::string>& names,
 /// The CUDA option variants: autotune off, map stream off / 3 ahead, priorities off, each
 /// programmatic-launch mode, the general map kernel (the baseline), generated sets in neighbour-row and in bitmap
 /// order, split 1, and one forced tile of each family the build has (plain mma.sync, TMA weights, 8 warps, offset
-/// groups, register cap, wgmma, an offset's channel chunks per step).
+/// groups, register cap, wgmma).
 inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles) {
   std::vector<Variant> v;
   v.push_back({"default", [](CudaOptions&) {}, SplitClass::Default});
@@ -256,7 +256,6 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
       {"group", [&](const std::string& n) { return has(n, "g2") && !has(n, "wg"); }},
       {"regcap", [&](const std::string& n) { return has(n, "r") && !has(n, "wg"); }},
       {"wgmma", [&](const std::string& n) { return n.size() > 2 && n.compare(n.size() - 2, 2, "wg") == 0; }},
-      {"depth", [&](const std::string& n) { return has(n, "d2"); }},
   };
   for (const auto& [family, pred] : families) {
     const std::string t = first_tile(tiles, pred);

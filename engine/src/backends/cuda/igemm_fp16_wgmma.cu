@@ -26,11 +26,6 @@ void add_instances_fp16_wgmma(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 2, true, 1, 1, 2, kF16, true>());
   v.push_back(make_instance<128, 64, 64, 8, 1, 3, true, 1, 1, 2, kF16, true>());
-  // one offset's two 64-channel chunks per step at 128 input channels (D = 2): half the steps of a tile's chain
-  v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 2, kF16, true, 2>());
-  v.push_back(make_instance<128, 128, 64, 8, 1, 2, true, 1, 1, 2, kF16, true, 2>());
-  v.push_back(make_instance<64, 128, 64, 4, 1, 2, true, 1, 1, 1, kF16, true, 2>());
-  v.push_back(make_instance<64, 64, 64, 4, 1, 2, true, 1, 1, 1, kF16, true, 2>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 2, true, 1, 1, 1, kF16, true>());
   v.push_back(make_instance<256, 64, 64, 16, 1, 3, true, 1, 1, 1, kF16, true>());
 }

@@ -62,8 +62,7 @@ const IgemmConfig& igemm_config(int id) { return instances().at(size_t(id)).cfg;
 
 bool igemm_config_fits(int id, int cin_p, int cc_major, int K, int mode) {
   const IgemmConfig& c = igemm_config(id);
-  return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) &&
-         (c.depth == 1 || cin_p == c.depth * c.bk) && (!c.tma || cc_major >= 9) &&
+  return c.mode == mode && cin_p % c.bk == 0 && (c.group == 1 || cin_p == c.bk) && (!c.tma || cc_major >= 9) &&
          (c.split == 1 || (cc_major >= 9 && K <= 32)) && (!c.wgmma || cc_major == 9) && (!c.ws || K <= igemm::kMaxMapK);
 }
 

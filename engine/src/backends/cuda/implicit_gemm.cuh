@@ -260,20 +260,16 @@ struct Tile {
   static constexpr int B_ITERS = (B_ITEMS + kThreads - 1) / kThreads;
 };
 
-// G > 1: one pipeline step covers G active offsets (BK == cin_p, one channel chunk); D > 1: one offset's D channel
-// chunks (cin_p == D * BK, no partial step, so the wgmma tiles' MMAs stay in straight-line code). Either way a step
-// covers consecutive (offset, chunk) items of the order one item per step takes: G or D times fewer, larger steps,
-// the same summation order. MINB > 0 caps registers so that MINB
+// G > 1: one pipeline step covers G active offsets (requires BK == cin_p, one channel chunk), so
+// layers with few channels run G times fewer, larger steps. MINB > 0 caps registers so that MINB
 // blocks fit on an SM. SPLIT > 1 (sm_90): a cluster of SPLIT CTAs (grid z) shares each row tile,
 // CTA z summing the kernel offsets k with k % SPLIT == z; the partial sums meet in shared memory
 // and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
 // global workspace). Results then depend on SPLIT but on nothing else of the configuration.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
-          int MODE, bool WG, int D>
+          int MODE, bool WG>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(const ConvArgs a) {
-  static_assert(G == 1 || D == 1, "a step groups offsets (G) or one offset's channel chunks (D), not both");
-  constexpr int S = G * D;  // items per step
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, S, WG>;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(!WG || (TMA_B && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights");
   static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
   static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
@@ -413,30 +409,22 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       __syncthreads();
     }
     if (tile == blockIdx.x) grid_dependency_wait();  // the first tile's map is staged: now the inputs
-    // A step covers S consecutive (offset, channel chunk) items, offsets in the order of the active list and chunks
-    // ascending within an offset: the items, and so the summation order, are those of one item per step, grouped.
-    const int nitems = nact * chunks;
-    const int nsteps = (nitems + S - 1) / S;
+    // step -> (offset group, channel chunk); G > 1 only runs with one chunk
+    const int nsteps = G > 1 ? (nact + G - 1) / G : nact * chunks;
 
-    // loader state: the next item's offset index and channel chunk
+    // loader state: next step's first offset index and channel chunk
     int ld_kk = 0, ld_c = 0;
     uint32_t ld_slot = gstep % STAGES;
     auto load_next = [&]() {
+      const int c0 = ld_c * BK;
       __half* stB = sB + ld_slot * T::B_STAGE;
       int issued = 0;
-      int tma_k[S], tma_c[S];
 #pragma unroll
-      for (int g = 0; g < S; ++g) {
-        if (S > 1 && ld_kk >= nact) break;
-        const int k = map_smem ? sOff[ld_kk] : ld_kk;
-        const int c0 = ld_c * BK;
-        tma_k[g] = k;
-        tma_c[g] = ld_c;
+      for (int g = 0; g < G; ++g) {
+        const int kk = ld_kk + g;
+        if (G > 1 && kk >= nact) break;
         ++issued;
-        if (++ld_c == chunks) {
-          ld_c = 0;
-          ++ld_kk;
-        }
+        const int k = map_smem ? sOff[kk] : kk;
 #pragma unroll
         for (int it = 0; it < T::A_ITERS; ++it) {
           if (T::A_ITEMS % T::kThreads != 0 && !a_on[it]) continue;
@@ -470,13 +458,19 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         if (tid == 0) {
           fence_proxy_async();
           expect_tx(&sBar[ld_slot], uint32_t(issued) * T::kBSliceBytes);
-#pragma unroll
-          for (int g = 0; g < S; ++g) {
-            if (g >= issued) break;
-            const __half* src = wt + ((int64_t(tma_k[g]) * chunks + tma_c[g]) * gridDim.y + blockIdx.y) * T::B_SUB;
+          for (int g = 0; g < issued; ++g) {
+            const int k = map_smem ? sOff[ld_kk + g] : ld_kk + g;
+            const __half* src = wt + ((int64_t(k) * chunks + ld_c) * gridDim.y + blockIdx.y) * T::B_SUB;
             tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[ld_slot]);
           }
         }
+      }
+      // advance
+      if (G > 1) {
+        ld_kk += G;
+      } else if (++ld_c == chunks) {
+        ld_c = 0;
+        ++ld_kk;
       }
       ld_slot = ld_slot + 1 == STAGES ? 0 : ld_slot + 1;
     };
@@ -502,7 +496,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 
     uint32_t slot = gstep % STAGES;
     uint32_t phase = (gstep / STAGES) & 1u;
-    int grp_left = nitems;  // G > 1: items not yet consumed (the last step may hold fewer than G)
+    int grp_left = nact;  // G > 1: offsets not yet consumed
     for (int step = 0; step < nsteps; ++step) {
       cp_async_wait<LOOK - 1>();
       // wgmma reads shared memory through the async proxy: order this thread's gathers and zero
@@ -513,12 +507,12 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       if (step + LOOK < nsteps) load_next();
       cp_async_commit();
 
-      const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : S;
-      grp_left -= S;
+      const int nsub = G > 1 ? (grp_left < G ? grp_left : G) : 1;
+      grp_left -= G;
       if constexpr (WG) wg_fence();
 #pragma unroll
-      for (int g = 0; g < S; ++g) {
-        if (G > 1 && g >= nsub) break;
+      for (int g = 0; g < G; ++g) {
+        if (g >= nsub) break;
         const __half* tA = sA + slot * T::A_STAGE + g * T::A_SUB;
         const __half* tB = sB + slot * T::B_STAGE + g * T::B_SUB;
         if constexpr (WG) {
@@ -768,12 +762,12 @@ struct Instance {
 /// One compiled tile configuration; its name is derived from these arguments when it is registered
 /// (igemm_config_name), so no instance carries a hand-typed name.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G = 1, int MINB = 1,
-          int SPLIT = 1, int MODE = kF16, bool WG = false, int D = 1>
+          int SPLIT = 1, int MODE = kF16, bool WG = false>
 inline Instance make_instance() {
-  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G * D, WG>;
+  using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
   static_assert(SPLIT == 1 || BM % SPLIT == 0, "rows must split evenly over the cluster");
-  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB, false, D},
-                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG, D>,
+  return Instance{{BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, SPLIT, MODE, nullptr, WG, MINB},
+                  &igemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, TMA_B, G, MINB, SPLIT, MODE, WG>,
                   T::kSmem,
                   T::kThreads};
 }

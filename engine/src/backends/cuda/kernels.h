@@ -193,14 +193,13 @@ struct IgemmConfig {
   bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
   int min_blocks = 1;  ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
   bool ws = false;     ///< warp-specialised: a producer warpgroup gathers, consumer warpgroups issue wgmma
-  int depth = 1;       ///< channel chunks of one offset per pipeline step (> 1 needs cin_p == depth * bk)
 };
 
 /// The configuration's name, derived from its fields as CUTLASS derives procedural_name():
-/// "<kernel> m<BM>n<BN>k<BK>s<STAGES>[t][w<warps>][g<G>][d<D>][r<B>][x<S>][wg][ws]" with kernel "igemm" (fp16),
+/// "<kernel> m<BM>n<BN>k<BK>s<STAGES>[t][w<warps>][g<G>][r<B>][x<S>][wg][ws]" with kernel "igemm" (fp16),
 /// "igemm-q" (fp16 operands, quantizing epilogue) or "igemm-i8" (int8 operands); t: TMA weights,
-/// w: warps when not 4, g: offsets per pipeline step, d: one offset's channel chunks per step, r: registers capped for
-/// B blocks per SM, x: split-K cluster size, wg: wgmma, ws: warp-specialised producer (tile_names.cpp).
+/// w: warps when not 4, g: offsets per pipeline step, r: registers capped for B blocks per SM,
+/// x: split-K cluster size, wg: wgmma, ws: warp-specialised producer (tile_names.cpp).
 std::string igemm_config_name(const IgemmConfig& c);
 
 /// Halves per shared-memory row of a tile's A and B operands (and of a pre-tiled TMA weight row).

@@ -18,7 +18,7 @@ struct TileKey {
 bool matches(const IgemmConfig& c, const TileKey& k) {
   return c.mode == 0 && c.bm == k.bm && c.bn == k.bn && c.bk == k.bk && c.stages == k.stages && c.tma == k.tma &&
          c.warps_m * c.warps_n == k.warps && c.group == k.group && c.min_blocks == k.min_blocks && c.split == k.split &&
-         c.wgmma == k.wgmma && !c.ws && c.depth == 1;
+         c.wgmma == k.wgmma && !c.ws;
 }
 
 /// One preference of the heuristic: for convs of this split class and output width class (16, 32,

@@ -15,7 +15,6 @@ std::string igemm_config_name(const IgemmConfig& c) {
   const int warps = c.warps_m * c.warps_n;
   if (warps != 4) n += "w" + std::to_string(warps);
   if (c.group > 1) n += "g" + std::to_string(c.group);
-  if (c.depth > 1) n += "d" + std::to_string(c.depth);
   if (c.min_blocks > 1) n += "r" + std::to_string(c.min_blocks);
   if (c.split > 1) n += "x" + std::to_string(c.split);
   if (c.wgmma) n += "wg";
