@@ -229,7 +229,7 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
       {"map_kernel_general", [](CudaOptions& o) { o.map_kernel = CudaMapKernel::General; }, SplitClass::Default});
   v.push_back({"strided_sites_from_rows", [](CudaOptions& o) { o.strided_sites = CudaStridedSites::FromRows; },
                SplitClass::Default});
-  v.push_back({"sites_with_their_maps", [](CudaOptions& o) { o.sites_ahead = false; }, SplitClass::Default});
+  v.push_back({"sites_ahead", [](CudaOptions& o) { o.sites_ahead = true; }, SplitClass::Default});
   v.push_back({"strided_sites_from_bitmap", [](CudaOptions& o) { o.strided_sites = CudaStridedSites::FromBitmap; },
                SplitClass::Default});
   v.push_back({"site_order_neighbour_rows", [](CudaOptions& o) { o.site_order = CudaSiteOrder::NeighbourRows; },

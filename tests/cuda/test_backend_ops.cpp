@@ -89,7 +89,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     seen["map_kernel"] += o.map_kernel == CudaMapKernel::General;
     seen["site_order"] += o.site_order != CudaSiteOrder::Auto;
     seen["strided_sites"] += o.strided_sites != CudaStridedSites::Auto;
-    seen["sites_ahead"] += !o.sites_ahead;
+    seen["sites_ahead"] += o.sites_ahead;
     seen["split"] += o.split == 1;
     seen["offset_groups"] += o.offset_groups == 2;
     seen["tile"] += !o.tile.empty();

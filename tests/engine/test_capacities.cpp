@@ -213,9 +213,8 @@ TEST(ArenaLayout, NeighbourRowOrderBuffers) {
 }
 
 // CudaOptions::sites_ahead: the levels made from a generated level's bitmap (CenterPoint's levels 2-4, from level 1)
-// are built on the sites stream from the release of the level-1 build on, so all their buffers start there (the
-// default); turned off, without a map stream, or with every strided set made from rows, each set starts at its own
-// map's release.
+// are built on the sites stream from the release of the level-1 build on, so all their buffers start there; by
+// default, without a map stream, or with every strided set made from rows, each set starts at its own map's release.
 TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
   const Int3 grid{41, 1440, 1440};
   const Graph g = test::centerpoint_builder(grid).graph();
@@ -226,17 +225,16 @@ TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
     EXPECT_TRUE(b) << "no buffer " << name;
     return b ? b->first_step : -1;
   };
-  ASSERT_TRUE(o.cuda.sites_ahead) << "on by default";
-  BuildOptions on = o, off = o;
-  off.cuda.sites_ahead = false;
-  const ArenaReport ahead = cuda_arena_report(g, grid, 1, on), plain = cuda_arena_report(g, grid, 1, off);
+  BuildOptions on = o;
+  on.cuda.sites_ahead = true;
+  const ArenaReport ahead = cuda_arena_report(g, grid, 1, on), plain = cuda_arena_report(g, grid, 1, o);
   const int root = first_of(ahead, "sites1 bitmap");
   for (int s = 2; s <= 4; ++s) {
     SCOPED_TRACE("site set " + std::to_string(s));
     const std::string p = "sites" + std::to_string(s);
     for (const char* b : {" bitmap", " rank (local)", " rank (blocks)", " coords"})
       EXPECT_EQ(first_of(ahead, p + b), root) << b;
-    EXPECT_GT(first_of(plain, p + " coords"), root) << "turned off: from their own map's release";
+    EXPECT_GT(first_of(plain, p + " coords"), root) << "by default from their own map's release";
   }
   EXPECT_EQ(first_of(ahead, "sites2 order: keys"), root);
   auto expect_own_release = [&](BuildOptions opt, const char* what) {

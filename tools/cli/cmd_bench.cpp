@@ -86,10 +86,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
        "voxels)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bitmap", "rows"}));
-  c->add_flag("--sites-ahead,!--no-sites-ahead", a.sites_ahead,
+  c->add_flag("--sites-ahead", a.sites_ahead,
               "CUDA: build the site sets made from a generated level's bitmap on a third stream during the first "
-              "levels (the default: faster, more memory alive at once); --no-sites-ahead: each with its strided map")
-      ->capture_default_str();
+              "levels (faster, more memory alive at once)");
   c->add_flag("--no-stream-priorities", a.no_stream_priorities,
               "CUDA: the map stream at the convs' priority (by default the convs' graph nodes run above it)");
   c->add_flag("--fit-capacities", a.fit_capacities,
@@ -226,7 +225,7 @@ int run_bench(const BenchArgs& a) {
                             : a.strided_sites == "bitmap" ? CudaStridedSites::FromBitmap
                                                           : CudaStridedSites::Auto;
   if (a.no_stream_priorities) opts.cuda.stream_priorities = false;
-  opts.cuda.sites_ahead = a.sites_ahead;
+  if (a.sites_ahead) opts.cuda.sites_ahead = true;
   if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
   if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
   if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;

@@ -34,9 +34,7 @@ CLI::App* add_inspect(CLI::App& app, InspectArgs& a) {
       ->needs(mem)
       ->check(CLI::Range(1.0, 16.0));
   add_site_order_option(c, a.site_order)->needs(mem);
-  c->add_flag("--sites-ahead,!--no-sites-ahead", a.sites_ahead, "With --memory: CudaOptions::sites_ahead")
-      ->capture_default_str()
-      ->needs(mem);
+  c->add_flag("--sites-ahead", a.sites_ahead, "With --memory: CudaOptions::sites_ahead")->needs(mem);
   return c;
 }
 

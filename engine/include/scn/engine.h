@@ -95,9 +95,9 @@ struct CudaOptions {
   /// With a map stream: every site set made from a generated set's bitmap (strided_sites) is built (bitmap, rank,
   /// coordinates, neighbour-row order) on a third stream as soon as the set it comes from has its bitmap, one level
   /// after another during the first levels' convs, rather than when its strided map is released; the maps stay on
-  /// the map stream. Faster; those sets are alive beside the first level's peak of memory (CenterPoint's fitted
-  /// arena +2 MiB, figures: docs/benchmarks.md, sessions 25-26). false: each set is built with its strided map.
-  bool sites_ahead = true;
+  /// the map stream. Faster, but those sets are alive beside the first level's peak of memory (figures:
+  /// docs/benchmarks.md, session 25), hence off by default.
+  bool sites_ahead = false;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
   /// tuned and written (atomically). Empty = tune every time. Used only while autotune is on.
