@@ -557,8 +557,10 @@ TEST_F(Cli, BenchTuneBucketFactorIsCheckedAndExcludesTuneOnce) {
 TEST_F(Cli, BenchMapLookaheadIsChecked) {
   const std::string base = quick_cpu_bench("sparse_lookahead.onnx");
   expect_usage_error(scn_cli(base + "--map-lookahead -1"), "--map-lookahead");
-  const Result ok = scn_cli(base + "--map-lookahead 0 --no-stream-priorities");
-  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+  for (const char* flags : {"--map-lookahead 0 --no-stream-priorities", "--map-lookahead 2 --stream-priorities"}) {
+    const Result ok = scn_cli(base + flags);
+    EXPECT_EQ(ok.code, 0) << flags << ": " << ok.out << ok.err;
+  }
 }
 
 // --split: the split-K class (CudaOptions::split, 0..2); --tune-skip: tile names the tuner leaves out, comma-separated

@@ -210,7 +210,7 @@ inline std::string first_tile(const std::vector<std::string>& names,
   return "";
 }
 
-/// The CUDA option variants: autotune off, map stream off / 3 ahead, priorities off, each
+/// The CUDA option variants: autotune off, map stream off / 3 ahead, priorities on, each
 /// programmatic-launch mode, the general map kernel (the baseline), generated sets in neighbour-row and in bitmap
 /// order, split 1, and one forced tile of each family the build has (plain mma.sync, TMA weights, 8 warps, offset
 /// groups, register cap, wgmma).
@@ -219,7 +219,7 @@ inline std::vector<Variant> cuda_variants(const std::vector<std::string>& tiles)
   v.push_back({"default", [](CudaOptions&) {}, SplitClass::Default});
   v.push_back({"autotune_off", [](CudaOptions& o) { o.autotune = false; }, SplitClass::Default});
   v.push_back({"lookahead0", [](CudaOptions& o) { o.map_lookahead = 0; }, SplitClass::Default});
-  v.push_back({"lookahead3_no_priorities", [](CudaOptions& o) { o.stream_priorities = false; }, SplitClass::Default});
+  v.push_back({"lookahead3_priorities", [](CudaOptions& o) { o.stream_priorities = true; }, SplitClass::Default});
   v.push_back(
       {"pdl_off", [](CudaOptions& o) { o.programmatic_launch = CudaProgrammaticLaunch::Off; }, SplitClass::Default});
   v.push_back({"pdl_last_tile_start",

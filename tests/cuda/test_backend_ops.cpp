@@ -84,7 +84,7 @@ TEST(BackendOpsTable, VariantsCoverTheOptions) {
     x.apply(o);
     seen["autotune"] += !o.autotune;
     seen["lookahead"] += o.map_lookahead == 0;
-    seen["priorities"] += !o.stream_priorities;
+    seen["priorities"] += o.stream_priorities;
     seen["pdl"] += o.programmatic_launch != CudaProgrammaticLaunch::LastEpilogue;
     seen["map_kernel"] += o.map_kernel == CudaMapKernel::General;
     seen["site_order"] += o.site_order != CudaSiteOrder::Auto;

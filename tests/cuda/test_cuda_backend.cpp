@@ -390,11 +390,11 @@ TEST(CudaBackend, Deterministic) {
   EXPECT_TRUE(first == second) << "two forwards of one engine differ";
   EXPECT_TRUE(first == to_bytes(a2.outputs[0])) << "two engines (graph / no graph) differ";
   {
-    // convs launched in plain stream order, graph nodes at one priority, against the default
-    // programmatic launches (each conv stages its map before waiting for the previous conv) at two
+    // convs launched in plain stream order, graph nodes at two priorities (convs above the map stream), against the
+    // default programmatic launches (each conv stages its map before waiting for the previous conv) at one
     BuildOptions o = cuda_options(true);
     o.cuda.programmatic_launch = CudaProgrammaticLaunch::Off;
-    o.cuda.stream_priorities = false;
+    o.cuda.stream_priorities = true;
     auto e0 = b.build(o);
     EXPECT_TRUE(first == to_bytes(run(*e0, {in}).outputs[0])) << "plain stream-ordered launches differ";
   }

@@ -89,8 +89,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_flag("--sites-ahead", a.sites_ahead,
               "CUDA: build the site sets made from a generated level's bitmap on a third stream during the first "
               "levels (faster, more memory alive at once)");
-  c->add_flag("--no-stream-priorities", a.no_stream_priorities,
-              "CUDA: the map stream at the convs' priority (by default the convs' graph nodes run above it)");
+  c->add_flag("--stream-priorities,!--no-stream-priorities", a.stream_priorities,
+              "CUDA: the convs' graph nodes above the map stream's (by default all at one priority)")
+      ->capture_default_str();
   c->add_flag("--fit-capacities", a.fit_capacities,
               "CUDA: plan every level's rows from the first frame (measured) x the margin, not the bounds");
   c->add_flag("--grow", a.grow, "CUDA: a frame larger than the plan grows it (re-plan, re-run) instead of an error");
@@ -224,7 +225,7 @@ int run_bench(const BenchArgs& a) {
   opts.cuda.strided_sites = a.strided_sites == "rows"     ? CudaStridedSites::FromRows
                             : a.strided_sites == "bitmap" ? CudaStridedSites::FromBitmap
                                                           : CudaStridedSites::Auto;
-  if (a.no_stream_priorities) opts.cuda.stream_priorities = false;
+  opts.cuda.stream_priorities = a.stream_priorities;
   if (a.sites_ahead) opts.cuda.sites_ahead = true;
   if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
   if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;

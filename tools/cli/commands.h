@@ -101,22 +101,22 @@ struct BenchArgs {
   std::string sweep, csv, sweep_csv;
   bool layers = false;
   bool no_cuda_graph = false;
-  bool no_autotune = false;            ///< CudaOptions::autotune = false
-  std::string tile;                    ///< CudaOptions::tile
-  std::string tuning_cache;            ///< CudaOptions::tuning_cache
-  int offset_groups = 0;               ///< CudaOptions::offset_groups
-  std::string site_order = "auto";     ///< CudaOptions::site_order
-  int split = 0;                       ///< CudaOptions::split
-  std::vector<std::string> tune_skip;  ///< CudaOptions::tune_skip
-  bool tune_once = false;              ///< CudaOptions::tune_bucket_factor = 0
-  double tune_bucket_factor = 0;       ///< > 0: CudaOptions::tune_bucket_factor
-  int map_lookahead = -1;              ///< >= 0: CudaOptions::map_lookahead
-  std::string strided_sites = "auto";  ///< CudaOptions::strided_sites: auto | bitmap | rows
-  bool sites_ahead = false;            ///< CudaOptions::sites_ahead
-  bool no_stream_priorities = false;   ///< CudaOptions::stream_priorities = false
-  bool fit_capacities = false;         ///< BuildOptions::capacity_source = FirstFrame
-  bool grow = false;                   ///< BuildOptions::on_capacity_overflow = Grow
-  double capacity_margin = 0.0;        ///< BuildOptions::capacity_margin (0: its default)
+  bool no_autotune = false;                                  ///< CudaOptions::autotune = false
+  std::string tile;                                          ///< CudaOptions::tile
+  std::string tuning_cache;                                  ///< CudaOptions::tuning_cache
+  int offset_groups = 0;                                     ///< CudaOptions::offset_groups
+  std::string site_order = "auto";                           ///< CudaOptions::site_order
+  int split = 0;                                             ///< CudaOptions::split
+  std::vector<std::string> tune_skip;                        ///< CudaOptions::tune_skip
+  bool tune_once = false;                                    ///< CudaOptions::tune_bucket_factor = 0
+  double tune_bucket_factor = 0;                             ///< > 0: CudaOptions::tune_bucket_factor
+  int map_lookahead = -1;                                    ///< >= 0: CudaOptions::map_lookahead
+  std::string strided_sites = "auto";                        ///< CudaOptions::strided_sites: auto | bitmap | rows
+  bool sites_ahead = false;                                  ///< CudaOptions::sites_ahead
+  bool stream_priorities = CudaOptions{}.stream_priorities;  ///< CudaOptions::stream_priorities
+  bool fit_capacities = false;                               ///< BuildOptions::capacity_source = FirstFrame
+  bool grow = false;                                         ///< BuildOptions::on_capacity_overflow = Grow
+  double capacity_margin = 0.0;                              ///< BuildOptions::capacity_margin (0: its default)
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);

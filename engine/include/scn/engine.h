@@ -76,8 +76,11 @@ struct CudaOptions {
   /// Tile names (or shapes) and osplit configs ("osplit c32x32r32p2s3w20", prefix optional; cuda_osplit_configs()
   /// lists them) the autotuner leaves out; an osplit class left with no config is an error.
   std::vector<std::string> tune_skip;
-  int map_lookahead = 3;          ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
-  bool stream_priorities = true;  ///< convs' graph nodes above the map stream's
+  int map_lookahead = 3;  ///< kernel maps released this many slots ahead on a map stream; 0 = one stream
+  /// Convs' graph nodes above the map stream's (blocks of both waiting: the conv's first). Off by default: the
+  /// map-stream kernels then find room beside level 0 and the next level's sets are ready for its first conv
+  /// (measured: docs/benchmarks.md, session 26).
+  bool stream_priorities = false;
   CudaProgrammaticLaunch programmatic_launch = CudaProgrammaticLaunch::LastEpilogue;
   /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
   /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
@@ -95,8 +98,9 @@ struct CudaOptions {
   /// With a map stream: every site set made from a generated set's bitmap (strided_sites) is built (bitmap, rank,
   /// coordinates, neighbour-row order) on a third stream as soon as the set it comes from has its bitmap, one level
   /// after another during the first levels' convs, rather than when its strided map is released; the maps stay on
-  /// the map stream. Faster, but those sets are alive beside the first level's peak of memory (figures:
-  /// docs/benchmarks.md, session 25), hence off by default.
+  /// the map stream. Those sets are alive beside the first level's peak of memory, and beside the default
+  /// one-priority schedule it is no faster (it was with stream_priorities; figures: docs/benchmarks.md, sessions
+  /// 25-26), hence off by default.
   bool sites_ahead = false;
   /// File of saved autotuner decisions (docs/cuda_backend.md "Tuning cache"): read at the first input
   /// when its key (GPU, CUDA versions, scn version, model digest, capacities, options) matches, else
