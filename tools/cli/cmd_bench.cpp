@@ -88,7 +88,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
       ->check(CLI::IsMember({"auto", "bitmap", "rows"}));
   c->add_flag("--sites-ahead", a.sites_ahead,
               "CUDA: build the site sets made from a generated level's bitmap on a third stream during the first "
-              "levels (faster, more memory alive at once)");
+              "levels (more memory alive at once; faster only with --stream-priorities)");
   c->add_flag("--stream-priorities,!--no-stream-priorities", a.stream_priorities,
               "CUDA: the convs' graph nodes above the map stream's (by default all at one priority)")
       ->capture_default_str();
