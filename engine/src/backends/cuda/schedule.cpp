@@ -1,8 +1,9 @@
 // Scheduling: kernel maps depend only on coordinates, so they are built on a second (map) stream,
 // each slot released when the main stream reaches the first conv of the slot `map_lookahead`
-// places earlier and joined before its own first conv; the graph is captured from a stream of the
-// highest priority with per-node priorities, and convs launch programmatically (sm_90) where the
-// kernel before them did not write their map. docs/cuda_backend.md "Execution".
+// places earlier and joined before its own first conv; with CudaOptions::stream_priorities the graph is
+// captured from a stream of the highest priority with per-node priorities (off by default: every node at one);
+// convs launch programmatically (sm_90) where the kernel before them did not write their map.
+// docs/cuda_backend.md "Execution".
 #include <algorithm>
 #include <climits>
 
