@@ -175,23 +175,34 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
   }
 }
 
+/// CenterPoint at the nuScenes grid with options for 80k input voxels, and its arena report under given options: the
+/// case of the arena tests below.
+struct CenterPointArena {
+  Int3 grid{41, 1440, 1440};
+  Graph graph = test::centerpoint_builder(grid).graph();
+  BuildOptions options = [] {
+    BuildOptions o;
+    o.max_input_voxels = 80000;
+    return o;
+  }();
+  ArenaReport report(const BuildOptions& o) const { return cuda_arena_report(graph, grid, 1, o); }
+};
+
 // Generated levels in neighbour-row order (CudaSiteOrder::NeighbourRows; Auto: those of 64 or more channels) carry a
 // perm and, while the map stream builds them, the order's temporaries; the input set and the last level (read by no
 // submanifold conv) do not; in bitmap order no generated set has any of them.
 TEST(ArenaLayout, NeighbourRowOrderBuffers) {
-  const Int3 grid{41, 1440, 1440};
-  const Graph g = test::centerpoint_builder(grid).graph();
-  BuildOptions o;
-  o.max_input_voxels = 80000;
+  const CenterPointArena cp;
+  BuildOptions o = cp.options;
   auto bytes_of = [](const ArenaReport& a, const std::string& name) -> size_t {
     const ArenaBuffer* b = buffer_named(a, name);
     return b ? b->bytes : 0;
   };
-  const ArenaReport automatic = cuda_arena_report(g, grid, 1, o);
+  const ArenaReport automatic = cp.report(o);
   o.cuda.site_order = CudaSiteOrder::NeighbourRows;
-  const ArenaReport ordered = cuda_arena_report(g, grid, 1, o);
+  const ArenaReport ordered = cp.report(o);
   o.cuda.site_order = CudaSiteOrder::Bitmap;
-  const ArenaReport bitmap = cuda_arena_report(g, grid, 1, o);
+  const ArenaReport bitmap = cp.report(o);
   ASSERT_EQ(ordered.capacity.size(), 5u) << "CenterPoint: the input set and four generated levels";
   for (size_t s = 0; s < ordered.capacity.size(); ++s) {
     SCOPED_TRACE("site set " + std::to_string(s));
@@ -216,10 +227,8 @@ TEST(ArenaLayout, NeighbourRowOrderBuffers) {
 // are built on the sites stream from the release of the level-1 build on, so all their buffers start there; by
 // default, without a map stream, or with every strided set made from rows, each set starts at its own map's release.
 TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
-  const Int3 grid{41, 1440, 1440};
-  const Graph g = test::centerpoint_builder(grid).graph();
-  BuildOptions o;
-  o.max_input_voxels = 80000;
+  const CenterPointArena cp;
+  const BuildOptions& o = cp.options;
   auto first_of = [](const ArenaReport& a, const std::string& name) -> int {
     const ArenaBuffer* b = buffer_named(a, name);
     EXPECT_TRUE(b) << "no buffer " << name;
@@ -227,7 +236,7 @@ TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
   };
   BuildOptions on = o;
   on.cuda.sites_ahead = true;
-  const ArenaReport ahead = cuda_arena_report(g, grid, 1, on), plain = cuda_arena_report(g, grid, 1, o);
+  const ArenaReport ahead = cp.report(on), plain = cp.report(o);
   const int root = first_of(ahead, "sites1 bitmap");
   for (int s = 2; s <= 4; ++s) {
     SCOPED_TRACE("site set " + std::to_string(s));
@@ -238,7 +247,7 @@ TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
   }
   EXPECT_EQ(first_of(ahead, "sites2 order: keys"), root);
   auto expect_own_release = [&](BuildOptions opt, const char* what) {
-    const ArenaReport r = cuda_arena_report(g, grid, 1, opt);
+    const ArenaReport r = cp.report(opt);
     for (int s = 2; s <= 4; ++s) {
       const std::string p = "sites" + std::to_string(s);
       EXPECT_EQ(first_of(r, p + " bitmap"), first_of(plain, p + " bitmap")) << what << ", site set " << s;
@@ -249,9 +258,9 @@ TEST(ArenaLayout, SitesBuiltAheadStartWithTheirRoot) {
   expect_own_release(rows, "every strided set from rows");
   BuildOptions one_stream = on;
   one_stream.cuda.map_lookahead = 0;
-  const ArenaReport single = cuda_arena_report(g, grid, 1, one_stream);
+  const ArenaReport single = cp.report(one_stream);
   one_stream.cuda.sites_ahead = false;
-  const ArenaReport single_plain = cuda_arena_report(g, grid, 1, one_stream);
+  const ArenaReport single_plain = cp.report(one_stream);
   for (int s = 2; s <= 4; ++s) {
     const std::string p = "sites" + std::to_string(s);
     EXPECT_EQ(first_of(single, p + " bitmap"), first_of(single_plain, p + " bitmap")) << "one stream, set " << s;
