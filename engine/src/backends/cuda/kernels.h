@@ -77,9 +77,13 @@ struct MapGeom {
 // next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel).
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
 /// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
-/// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`.
+/// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`. The bitmap is zero once the
+/// kernel before it on the stream has finished (launch_clear_bits): with `pdl` the features and coordinates are
+/// converted while that kernel runs, the bits inserted after it.
 void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
-                                 SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st);
+                                 SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st, bool pdl = false);
+/// Zeroes s.bits (s.words words), letting its successor launch programmatically at once.
+void launch_clear_bits(SiteIndex s, int sm_count, cudaStream_t st);
 /// Marks the output sites of a strided conv in `out.bits`.
 void launch_strided_mark(SiteIndex in, SiteIndex out, MapGeom g, int sm_count, cudaStream_t st);
 /// The strided set's bitmap made from the input set's bitmap (each output word once: no memset, no atomics, no read

@@ -320,10 +320,10 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
       const InputSlot& in = inputs_[size_t(st.slot)];
       const int v = g.inputs[size_t(st.slot)];
       SiteInfo& si = sites_[size_t(ana.value_sites[size_t(v)])];
-      SCN_CUDA_CHECK(cudaMemsetAsync(si.dev.bits, 0, size_t(si.words) * 8, s));
-      // the first kernel after the memset launches in stream order (a memset node has no programmatic edge)
+      launch_clear_bits(si.dev, sm_count_, s);
       launch_input_sites_features(in.raw_idx.get<int32_t>(), in.raw_feat.get(), in.raw_fp32, in.channels,
-                                  int(round_up16(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s);
+                                  int(round_up16(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s,
+                                  pdl);
       launch_rank(si.dev, false, nullptr, sm_count_, s, pdl);
       launch_build_perm(si.dev, sm_count_, s, pdl);
       return;

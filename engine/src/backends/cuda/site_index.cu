@@ -20,15 +20,25 @@ namespace scn::cuda {
 
 namespace {
 
-// The input step in one launch: thread i converts row i's C features into cp padded halves
-// (flagging non-finite values), then validates its coordinates and inserts the site.
+// Zeroes a bitmap with 16-byte stores (a kernel, not a memset node: the input step after it launches
+// programmatically and converts its features while the bitmap is cleared). Lets its successor launch at once.
+__global__ void clear_bits_kernel(uint64_t* __restrict__ bits, int64_t words) {
+  ptx::grid_launch_dependents();
+  uint4* b = reinterpret_cast<uint4*>(bits);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words / 2; i += int64_t(gridDim.x) * blockDim.x)
+    b[i] = make_uint4(0u, 0u, 0u, 0u);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && (words & 1)) bits[words - 1] = 0;
+}
+
+// The input step in one launch: thread i converts row i's C features into cp padded halves (flagging
+// non-finite values) and stores its coordinates, which need no bitmap; then, after the kernel before it (the
+// bitmap's clearing) — wait_previous_kernel — validates its coordinates and inserts the site.
 template <bool kFp32, class Key>
 __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C, int cp,
-                                            __half* __restrict__ out, SiteIndex s, ErrSlot* err) {
+                                            __half* __restrict__ out, SiteIndex s, ErrSlot* err, bool let_next) {
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int4 r = raw[i];
-    s.coords[i] = r;
+    s.coords[i] = raw[i];
     for (int c0 = 0; c0 < cp; c0 += 8) {
       alignas(16) __half v[8];
 #pragma unroll
@@ -47,6 +57,10 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
       }
       *reinterpret_cast<uint4*>(out + i * cp + c0) = *reinterpret_cast<const uint4*>(v);
     }
+  }
+  wait_previous_kernel(let_next);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 r = raw[i];
     if (r.x < 0 || r.x >= s.batch) {
       record_error(err + kErrBatch, i, 0, 0);
       continue;
@@ -291,17 +305,22 @@ __global__ void build_perm_kernel(SiteIndex s, bool let_next) {
 
 }  // namespace
 
+void launch_clear_bits(SiteIndex s, int sm, cudaStream_t st) {
+  clear_bits_kernel<<<grid_for(s.words / 2, 256, sm, 4), 256, 0, st>>>(s.bits, s.words);
+  SCN_CUDA_LAUNCHED();
+}
+
 void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
-                                 SiteIndex s, ErrSlot* err, int sm, cudaStream_t st) {
+                                 SiteIndex s, ErrSlot* err, int sm, cudaStream_t st, bool pdl) {
   const int g = grid_for(s.cap, 256, sm);
   const int4* ri = reinterpret_cast<const int4*>(raw_indices);
   __half* o = static_cast<__half*>(out);
   with_site_key(s, [&](auto k) {
     using Key = decltype(k);
     if (raw_fp32)
-      input_sites_features_kernel<true, Key><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+      launch_chained(input_sites_features_kernel<true, Key>, g, 256, 0, st, pdl, ri, raw, C, cp, o, s, err);
     else
-      input_sites_features_kernel<false, Key><<<g, 256, 0, st>>>(ri, raw, C, cp, o, s, err);
+      launch_chained(input_sites_features_kernel<false, Key>, g, 256, 0, st, pdl, ri, raw, C, cp, o, s, err);
   });
   SCN_CUDA_LAUNCHED();
 }

@@ -1,0 +1,147 @@
+// The input step's first two kernels called directly: launch_clear_bits over a bitmap left full of stale bits (as the
+// arena leaves it: its bytes are other buffers' between forwards), then launch_input_sites_features launched
+// programmatically after it — it converts the features before it waits for the clearing, and inserts its sites only
+// after. The bitmap must hold exactly the input's sites (a missing wait would let the clearing erase some), the words
+// past the bitmap must be untouched, and the features must be the fp16 rows with their padding zeroed.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "backends/cuda/kernels.h"
+#include "cuda/cuda_test_util.h"
+#include "cuda/device_buffer.h"
+
+namespace scn::cuda {
+namespace {
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+
+template <class T>
+using Dev = cudatest::DeviceBuffer<T>;
+
+constexpr uint64_t kStale = 0xA5A5A5A5A5A5A5A5ull;
+
+struct InputCase {
+  int batch, s0, s1, s2;  // grid; cells / 64 odd or even
+  int rows;
+  int channels;  // < 16: padded to 16 halves
+};
+
+void run_case(const InputCase& c, int sms, cudaStream_t st) {
+  SCOPED_TRACE(::testing::Message() << "grid " << c.batch << "x" << c.s0 << "x" << c.s1 << "x" << c.s2 << ", " << c.rows
+                                    << " rows");
+  const int64_t cells = int64_t(c.batch) * c.s0 * c.s1 * c.s2;
+  const int64_t words = (cells + 63) / 64;
+  const int cp = (c.channels + 15) / 16 * 16;
+  std::mt19937 rng(uint32_t(cells + c.rows));
+  // distinct random sites
+  std::set<int64_t> picked;
+  std::uniform_int_distribution<int64_t> cell(0, cells - 1);
+  while (int(picked.size()) < c.rows) picked.insert(cell(rng));
+  std::vector<int64_t> keys(picked.begin(), picked.end());
+  std::shuffle(keys.begin(), keys.end(), rng);
+  std::vector<int32_t> idx(size_t(c.rows) * 4);
+  std::vector<uint64_t> want_bits(size_t(words), 0);
+  for (int i = 0; i < c.rows; ++i) {
+    int64_t k = keys[size_t(i)];
+    want_bits[size_t(k >> 6)] |= uint64_t(1) << (k & 63);
+    idx[size_t(i) * 4 + 3] = int32_t(k % c.s2);
+    k /= c.s2;
+    idx[size_t(i) * 4 + 2] = int32_t(k % c.s1);
+    k /= c.s1;
+    idx[size_t(i) * 4 + 1] = int32_t(k % c.s0);
+    idx[size_t(i) * 4 + 0] = int32_t(k / c.s0);
+  }
+  std::uniform_real_distribution<float> val(-4.f, 4.f);
+  std::vector<__half> feat(size_t(c.rows) * c.channels);
+  for (auto& f : feat) f = __float2half_rn(val(rng));
+
+  const int64_t guard = 4;  // words past the bitmap that must keep their stale value
+  Dev<uint64_t> bits(size_t(words + guard));
+  Dev<int32_t> d_idx(idx.size());
+  Dev<__half> d_feat(feat.size()), out(size_t(c.rows) * cp);
+  Dev<int4> coords(size_t(c.rows));
+  Dev<int> count(1);
+  Dev<ErrSlot> err(kNumErrKinds);
+  ASSERT_TRUE(bits.p && d_idx.p && d_feat.p && out.p && coords.p && count.p && err.p);
+  std::vector<uint64_t> stale(size_t(words + guard), kStale);
+  CUDA_OK(cudaMemcpy(bits.p, stale.data(), stale.size() * 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_idx.p, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_feat.p, feat.data(), feat.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(count.p, &c.rows, sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(out.p, 0xFF, size_t(c.rows) * cp * 2));  // padding must come back zero
+  std::vector<ErrSlot> none(kNumErrKinds, ErrSlot{0, LLONG_MAX, 0, 0});
+  CUDA_OK(cudaMemcpy(err.p, none.data(), sizeof(ErrSlot) * kNumErrKinds, cudaMemcpyHostToDevice));
+
+  SiteIndex s;
+  s.bits = bits.p;
+  s.coords = coords.p;
+  s.count = count.p;
+  s.words = words;
+  s.cap = c.rows;
+  s.s0 = c.s0;
+  s.s1 = c.s1;
+  s.s2 = c.s2;
+  s.batch = c.batch;
+  launch_clear_bits(s, sms, st);
+  launch_input_sites_features(d_idx.p, d_feat.p, false, c.channels, cp, out.p, s, err.p, sms, st, true);
+  CUDA_OK(cudaStreamSynchronize(st));
+
+  std::vector<uint64_t> got(size_t(words + guard));
+  CUDA_OK(cudaMemcpy(got.data(), bits.p, got.size() * 8, cudaMemcpyDeviceToHost));
+  int64_t wrong = 0;
+  for (int64_t w = 0; w < words; ++w) wrong += got[size_t(w)] != want_bits[size_t(w)];
+  EXPECT_EQ(wrong, 0) << "bitmap words differing from the input's sites";
+  for (int64_t w = words; w < words + guard; ++w)
+    EXPECT_EQ(got[size_t(w)], kStale) << "word " << w << " past the bitmap";
+
+  std::vector<__half> got_feat(size_t(c.rows) * cp);
+  CUDA_OK(cudaMemcpy(got_feat.data(), out.p, got_feat.size() * 2, cudaMemcpyDeviceToHost));
+  int64_t bad = 0;
+  for (int i = 0; i < c.rows; ++i)
+    for (int ch = 0; ch < cp; ++ch) {
+      const float g = __half2float(got_feat[size_t(i) * cp + ch]);
+      const float w = ch < c.channels ? __half2float(feat[size_t(i) * c.channels + ch]) : 0.f;
+      bad += std::memcmp(&g, &w, 4) != 0;
+    }
+  EXPECT_EQ(bad, 0) << "feature values differing from the input (padding must be +0)";
+  std::vector<int4> got_coords(size_t(c.rows));
+  CUDA_OK(cudaMemcpy(got_coords.data(), coords.p, got_coords.size() * sizeof(int4), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < c.rows; ++i) {
+    const int4 r = got_coords[size_t(i)];
+    ASSERT_TRUE(r.x == idx[size_t(i) * 4] && r.y == idx[size_t(i) * 4 + 1] && r.z == idx[size_t(i) * 4 + 2] &&
+                r.w == idx[size_t(i) * 4 + 3])
+        << "row " << i;
+  }
+  std::vector<ErrSlot> errs(kNumErrKinds);
+  CUDA_OK(cudaMemcpy(errs.data(), err.p, sizeof(ErrSlot) * kNumErrKinds, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < kNumErrKinds; ++k) EXPECT_EQ(errs[size_t(k)].hits, 0u) << "error kind " << k;
+}
+
+TEST(CudaInputStep, ClearedBitmapHoldsExactlyTheInputSites) {
+  SCN_REQUIRE_CUDA();
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  cudaStream_t st = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  // CenterPoint's input grid (1,328,400 words, even) at the real frame's size: the clearing takes microseconds, so
+  // inserts that did not wait for it would be erased
+  run_case({1, 41, 1440, 1440, 80000, 5}, sms, st);
+  // an odd word count (the last word cleared by its own store) and a partial last word; 16 channels, no padding
+  run_case({2, 3, 7, 61, 900, 16}, sms, st);
+  // one word
+  run_case({1, 1, 1, 40, 17, 3}, sms, st);
+  cudaStreamDestroy(st);
+}
+
+}  // namespace
+}  // namespace scn::cuda
