@@ -82,7 +82,8 @@ void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sme
   launch_kernel(kernel, grid, block, smem, st, pdl, std::forward<Args>(args)..., pdl);
 }
 
-/// First statement of a site-index or map kernel, which may launch programmatically (launch_kernel): waits
+/// First statement of a site-index or map kernel (the input kernel: after the work that needs no bitmap), which may
+/// launch programmatically (launch_kernel): waits
 /// for the kernel before it on the stream (complete, its writes visible; a no-op in a grid launched in stream
 /// order), then, with `let_next` (the kernel's own launch was programmatic), lets a programmatic launch after
 /// it start at once, its blocks taking the SM room this grid's blocks leave. Only programmatic chains on the

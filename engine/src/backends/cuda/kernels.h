@@ -74,7 +74,9 @@ struct MapGeom {
 // ---- site_index.cu ----------------------------------------------------------------------------
 // `pdl` (here, in site_order.cu and kernel_map.cu): launch programmatically (launch_chained, common.cuh); each of these
 // kernels first waits for the kernel before it on the stream, so any predecessor is safe, and then lets the
-// next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel).
+// next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel). The one
+// exception is launch_input_sites_features, which writes its features and coordinates before its wait: its
+// predecessor must be launch_clear_bits (below).
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
 /// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
 /// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`. The bitmap is zero once the
