@@ -203,6 +203,118 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
   }
 }
 
+// Int8 layers of 64 and 128 channels on a frame large enough that every tile config runs several row
+// tiles per resident block: input(4) -> conv0 4->64 -> conv1 64->64 (rows of 64 bytes: the wgmma tiles'
+// 64-byte swizzle) -> conv2 strided 64->128 -> conv3 128->128 (128-byte rows: the 128-byte swizzle, or
+// two 64-channel chunks) -> conv4 128->128 + add0(int8, conv3) -> relu (fp16 sparse output). With
+// `fp16_quantizing`, conv1 and conv3 are fp16 layers storing int8 for their int8 readers (kernel mode 1:
+// fp16 operands, the quantizing epilogue).
+const Int3 kWideGrid{24, 96, 96};
+EngineBuilder int8_wide_chain(const Ranges* r, bool fp16_quantizing) {
+  EngineBuilder b("int8-wide(builder)");
+  const bool quant = r != nullptr;
+  auto R = [&](const char* v) { return quant ? (*r)(v) : -1.f; };
+  // int8 output wherever every reader is an int8 layer
+  auto q = [&](float in, bool fp16_operands = false, bool int8_out = true) {
+    QuantAttrs a;
+    a.precision = quant && !fp16_operands ? Precision::Int8 : Precision::Fp16;
+    a.output_precision = quant && int8_out ? Precision::Int8 : Precision::Fp16;
+    a.input_dynamic_range = in;
+    return a;
+  };
+  uint64_t s = 71;
+  const Int3 one{1, 1, 1}, k3{3, 3, 3}, two{2, 2, 2};
+  auto subm = [&](int cin, int cout, Activation act, const char* rb) {
+    ConvAttrs c = random_conv(cin, cout, k3, one, one, one, true, s++, act);
+    c.rulebook = rb;
+    return c;
+  };
+  ValueId x = b.push_input("0", 4);
+  ValueId v0 =
+      b.push_sparse_conv("conv0", x, subm(4, 64, Activation::ReLU, "subm0"), q(R("in"), false, !fp16_quantizing), "c0");
+  ValueId v1 = b.push_sparse_conv("conv1", v0, subm(64, 64, Activation::ReLU, "subm0"),
+                                  q(fp16_quantizing ? -1.f : R("c0"), fp16_quantizing), "c1");
+  ValueId v2 = b.push_sparse_conv("conv2", v1, random_conv(64, 128, k3, two, one, one, false, s++, Activation::ReLU),
+                                  q(R("c1"), false, !fp16_quantizing), "c2");
+  ValueId v3 = b.push_sparse_conv("conv3", v2, subm(128, 128, Activation::ReLU, "subm1"),
+                                  q(fp16_quantizing ? -1.f : R("c2"), fp16_quantizing), "c3");
+  ValueId v4 = b.push_sparse_conv("conv4", v3, subm(128, 128, Activation::None, "subm1"), q(R("c3")), "c4");
+  QuantAttrs qa = q(-1.f);
+  qa.output_precision = Precision::Fp16;  // the graph's output: no reader quantizes it
+  qa.input0_dynamic_range = R("c4");
+  qa.input1_dynamic_range = R("c3");
+  b.push_output(b.push_relu("relu0", b.push_add("add0", v4, v3, qa, "a0"), "r0"));
+  return b;
+}
+
+// The int8 wgmma tiles ("igemm-i8 ...wg", sm_90a) and the int8 tiles split over a cluster of two ("x2":
+// int32 partial sums met in shared memory) sum exactly like every int8 kernel, so each config, forced,
+// gives the CPU INT8 oracle's bits on the 64- and 128-channel layers; 60,000 voxels make hundreds of
+// 64-row tiles per layer (persistent loops, stage slots and mbarrier phases across tiles).
+TEST(CudaInt8, WgmmaAndSplitTilesAreBitExactWithTheCpu) {
+  SCN_REQUIRE_CUDA();
+  std::vector<std::string> wg;
+  for (const std::string& n : cuda_tile_configs(Precision::Int8))
+    if (n.rfind("igemm-i8 ", 0) == 0 && (n.compare(n.size() - 2, 2, "wg") == 0 || n.find("x2") != std::string::npos))
+      wg.push_back(n);
+  if (wg.empty()) GTEST_SKIP() << "no int8 wgmma or split tiles on this GPU / build (they need compute capability 9.0)";
+  test::SparseInput in = random_input(60000, 4, kWideGrid, 1, 17);
+  const Ranges ranges = fp32_ranges([](const Ranges* r) { return int8_wide_chain(r, false); }, in);
+  const EngineBuilder b = int8_wide_chain(&ranges, false);
+  BuildOptions co = int8_options(Backend::Cpu);
+  co.num_threads = 8;
+  const RunResult rc = run(*b.build(co), {in});
+  for (const std::string& cfg : wg) {
+    SCOPED_TRACE(cfg);
+    auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
+    const RunResult rg = run(*gpu, {in});
+    expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
+    int ran = 0;
+    for (const auto& l : gpu->profile_layers()) ran += l.algorithm.find(cfg + " ") != std::string::npos;
+    // k32 configs fit conv1-4 (64 and 128 channels in), k64 ones conv3-4 (128 in)
+    EXPECT_GE(ran, cfg.find("k32") != std::string::npos ? 4 : 2) << "layers that ran " << cfg;
+  }
+}
+
+// The wgmma tiles of mode 1 ("igemm-q ...wg": fp16 operands, the quantizing epilogue) sum like the mode-1
+// mma.sync tiles (offsets, then 16-channel blocks, ascending, in float32), so each config, forced, gives
+// their bits; fp16 sums differ from the CPU's order, so both are held to the CPU INT8 oracle by cosine.
+TEST(CudaInt8, QuantizingWgmmaTilesMatchTheirMmaSyncTilesBitwise) {
+  SCN_REQUIRE_CUDA();
+  std::vector<std::string> wg;
+  for (const std::string& n : cuda_tile_configs(Precision::Int8))
+    if (n.rfind("igemm-q ", 0) == 0 && n.compare(n.size() - 2, 2, "wg") == 0) wg.push_back(n);
+  if (wg.empty()) GTEST_SKIP() << "no mode-1 wgmma tiles on this GPU / build (they need compute capability 9.0)";
+  test::SparseInput in = random_input(60000, 4, kWideGrid, 1, 19);
+  const Ranges ranges = fp32_ranges([](const Ranges* r) { return int8_wide_chain(r, true); }, in);
+  const EngineBuilder b = int8_wide_chain(&ranges, true);
+  BuildOptions co = int8_options(Backend::Cpu);
+  co.num_threads = 8;
+  const RunResult rc = run(*b.build(co), {in});
+  const std::string reference = "igemm-q m64n64k16s3";
+  auto ref_engine = b.build(with_tile(int8_options(Backend::Cuda), reference));
+  const RunResult rr = run(*ref_engine, {in});
+  {
+    const auto got = outputs_as_cpu(rr, rc, b.graph());
+    ASSERT_EQ(got.size(), 1u);
+    const Metrics m = compare(got[0], to_floats(rc.outputs[0]));
+    EXPECT_GT(m.cosine, 0.9999) << describe(m);
+    double nz = 0;
+    for (float v : got[0]) nz += v != 0.f;
+    EXPECT_GT(nz, 0.05 * double(got[0].size())) << "the output is mostly zero: the test would be weak";
+  }
+  const std::vector<uint8_t> want = to_bytes(rr.outputs[0]);
+  for (const std::string& cfg : wg) {
+    SCOPED_TRACE(cfg);
+    auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
+    const RunResult rg = run(*gpu, {in});
+    EXPECT_EQ(to_bytes(rg.outputs[0]), want) << "differs from " << reference;
+    int ran = 0;
+    for (const auto& l : gpu->profile_layers()) ran += l.algorithm.find(cfg + " ") != std::string::npos;
+    EXPECT_EQ(ran, 2) << "conv1 and conv3 run " << cfg;
+  }
+}
+
 // The Add and Relu nodes that no conv absorbs (quant.cu): conv1's int8 output feeds conv2 and add0,
 // so add0 (int8, both operands int8) and relu0 (int8 storage) run as their own steps; add1 is an fp16
 // Add of an int8 operand (dequantized) and an fp16 one. No fp16 conv: bitwise equal to the CPU.

@@ -190,7 +190,8 @@ void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& fil
       continue;
     }
     const int id = find_tile(tile);
-    SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) && igemm_config(id).split == c.split,
+    SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) &&
+                  same_split_class(igemm_config(id), ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.split),
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
     kernels.push_back(ConvKernel{id, -1});
   }

@@ -37,6 +37,9 @@ void add_instances_int8(std::vector<Instance>& v) {
   v.push_back(make_instance<64, 64, 32, 2, 2, 2, true, 2, 1, 1, kI8>());
   v.push_back(make_instance<64, 32, 16, 4, 1, 2, true, 4, 1, 1, kI8>());
   v.push_back(make_instance<64, 32, 8, 4, 1, 2, true, 4, 1, 1, kI8>());
+  // split over kernel offsets in a cluster of two (sm_90; int32 partial sums: the unsplit tiles' bits)
+  v.push_back(make_instance<32, 128, 64, 1, 4, 3, true, 1, 1, 2, kI8>());
+  v.push_back(make_instance<64, 128, 64, 2, 2, 3, true, 1, 1, 2, kI8>());
 }
 
 }  // namespace scn::cuda::igemm

@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     grid_dependency_wait();   // the residual and y belong to earlier kernels
     uint32_t slot = 0, phase = 0;
     // the stages' descriptors differ only in the start address field (shared memory below 256 KiB)
-    const uint64_t da0 = wg_desc(sA + wg * 64 * T::BK), db0 = wg_desc(sB);
+    const uint64_t da0 = wg_desc<T::BK>(sA + wg * 64 * T::BK), db0 = wg_desc<T::BK>(sB);
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       const int64_t m0 = tile * BM;
       const bool last_tile = tile + gridDim.x >= ntiles;

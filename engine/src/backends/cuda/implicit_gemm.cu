@@ -29,6 +29,7 @@ std::vector<Instance>& instances() {
 #if SCN_CUDA_WGMMA
     igemm::add_instances_fp16_wgmma(all);
     igemm::add_instances_fp16_wgmma_ws(all);
+    igemm::add_instances_int8_wgmma(all);
 #endif
     // names derived from the fields, kept alive with the registry (IgemmConfig::name points into it)
     static std::deque<std::string> names;
@@ -95,8 +96,8 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
             std::memcpy(slice + size_t(r) * lds, src, size_t(c.bk) * 2);
             continue;
           }
-          for (int q = 0; q < c.bk / 8; ++q)  // the 128-byte swizzle of the wgmma tiles (implicit_gemm.cuh)
-            std::memcpy(slice + size_t(r) * lds + size_t((q ^ (r & 7)) * 8), src + q * 8, 16);
+          for (int q = 0; q < c.bk / 8; ++q)  // the swizzle of the wgmma tiles (implicit_gemm.cuh)
+            std::memcpy(slice + size_t(r) * lds + size_t(wg_swizzle_chunk(q, r, c.bk) * 8), src + q * 8, 16);
         }
       }
   return t;

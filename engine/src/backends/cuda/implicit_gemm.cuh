@@ -135,13 +135,34 @@ __device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
   return v;
 }
 
-// ---- wgmma (sm_90a only: igemm_instances_wg.cu is compiled for that target alone) -------------
-// Operands are read from shared memory through matrix descriptors: K-major tiles of 64-half
-// (128-byte) rows, 8-row groups 1024 bytes apart, in the 128-byte swizzle (16-byte chunk c of row r
-// stored at chunk c ^ (r % 8)), every tile base 1024-byte aligned.
+/// Four int32 at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
+__device__ __forceinline__ int4 ld_peer_i4(const int* p, uint32_t rank) {
+  int4 v = make_int4(0, 0, 0, 0);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t addr;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+#endif
+  return v;
+}
+
+// ---- wgmma (sm_90a only: igemm_fp16_wgmma*.cu and igemm_int8_wgmma.cu are compiled for that target alone)
+// Operands are read from shared memory through matrix descriptors: K-major tiles of 16-bit units
+// (fp16 channels, or pairs of int8 channels) in a swizzle as wide as the row: 64-unit (128-byte) rows
+// in the 128-byte swizzle (16-byte chunk c of row r stored at chunk c ^ (r % 8), 8-row groups 1024
+// bytes apart), 32-unit (64-byte) rows in the 64-byte swizzle (chunk c ^ ((r / 2) % 4), 8-row groups
+// 512 bytes apart); every tile base 1024-byte aligned. wg_swizzle_chunk is that placement, shared by
+// the gathers and the host's weight tiling (igemm_tile_weights).
+template <int ROW_UNITS>
 __device__ __forceinline__ uint64_t wg_desc(const void* p) {
+  static_assert(ROW_UNITS == 64 || ROW_UNITS == 32, "wgmma rows of 128 or 64 bytes");
+  constexpr uint64_t group_bytes = ROW_UNITS == 64 ? 1024 : 512;
+  constexpr uint64_t layout = ROW_UNITS == 64 ? 1 : 2;  // descriptor swizzle mode: 1 = 128-byte, 2 = 64-byte
   const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return ((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | ((group_bytes >> 4) << 32) | (layout << 62);
 }
 __device__ __forceinline__ void wg_fence() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -167,6 +188,13 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[NT][4]) {
   for (int j = 0; j < NT; ++j)
 #pragma unroll
     for (int q = 0; q < 4; ++q) asm volatile("" : "+f"(d[j][q])::"memory");
+}
+template <int NT>
+__device__ __forceinline__ void wg_fence_acc(int (&d)[NT][4]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) asm volatile("" : "+r"(d[j][q])::"memory");
 }
 /// D(64 x N, f32) += A(64 x 16, f16, K-major, smem) * B(N x 16, f16, K-major, smem)^T, one warpgroup.
 /// (Two shapes, two instructions: their accumulator operand lists differ only in length.)
@@ -211,6 +239,50 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[16][4], uint64_t da,
 #endif
 }
 #undef SCN_WG_ACC4
+/// D(64 x N, s32) += A(64 x 32, s8, K-major, smem) * B(N x 32, s8, K-major, smem)^T, one warpgroup:
+/// 32 int8 channels are 32 bytes, the same bytes as the fp16 instructions' 16 channels, so the
+/// descriptors advance alike; the accumulator fragments have the f32 instructions' layout.
+#define SCN_WG_ACC4I(j) "+r"(d[j][0]), "+r"(d[j][1]), "+r"(d[j][2]), "+r"(d[j][3])
+__device__ __forceinline__ void wgmma_m64n64k32_s8(int (&d)[8][4], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p;\n"
+      "}\n"
+      : SCN_WG_ACC4I(0), SCN_WG_ACC4I(1), SCN_WG_ACC4I(2), SCN_WG_ACC4I(3), SCN_WG_ACC4I(4), SCN_WG_ACC4I(5),
+        SCN_WG_ACC4I(6), SCN_WG_ACC4I(7)
+      : "l"(da), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wgmma_m64n128k32_s8(int (&d)[16][4], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p;\n"
+      "}\n"
+      : SCN_WG_ACC4I(0), SCN_WG_ACC4I(1), SCN_WG_ACC4I(2), SCN_WG_ACC4I(3), SCN_WG_ACC4I(4), SCN_WG_ACC4I(5),
+        SCN_WG_ACC4I(6), SCN_WG_ACC4I(7), SCN_WG_ACC4I(8), SCN_WG_ACC4I(9), SCN_WG_ACC4I(10), SCN_WG_ACC4I(11),
+        SCN_WG_ACC4I(12), SCN_WG_ACC4I(13), SCN_WG_ACC4I(14), SCN_WG_ACC4I(15)
+      : "l"(da), "l"(db), "r"(1));
+#else
+  __trap();
+#endif
+}
+#undef SCN_WG_ACC4I
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int G, bool WG = false>
 struct Tile {
@@ -239,8 +311,9 @@ struct Tile {
   static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
   static_assert(BK % 16 == 0 || BK == 8, "BK must be a multiple of 16 (or 8: 16 int8 channels)");
   static_assert(STAGES >= 2, "at least two stages");
-  static_assert(!WG || (BK == 64 && BM == 16 * WARPS_M && WARPS_M % 4 == 0 && WARPS_N == 1 && (BN == 64 || BN == 128)),
-                "wgmma tiles: one warpgroup per 64 rows, 64-half (128-byte) rows, N 64 or 128");
+  static_assert(!WG || ((BK == 64 || BK == 32) && BM == 16 * WARPS_M && WARPS_M % 4 == 0 && WARPS_N == 1 &&
+                        (BN == 64 || BN == 128)),
+                "wgmma tiles: one warpgroup per 64 rows, 64- or 32-unit (128- or 64-byte) rows, N 64 or 128");
   /// Bytes of one pre-tiled weight slice (TMA layout): BN rows of LDS halves.
   static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
 
@@ -265,13 +338,15 @@ struct Tile {
 // blocks fit on an SM. SPLIT > 1 (sm_90): a cluster of SPLIT CTAs (grid z) shares each row tile,
 // CTA z summing the kernel offsets k with k % SPLIT == z; the partial sums meet in shared memory
 // and each CTA reduces a slice of the rows over the cluster in rank order (deterministic, no
-// global workspace). Results then depend on SPLIT but on nothing else of the configuration.
+// global workspace). Results then depend on SPLIT but on nothing else of the configuration — in fp16;
+// int8 partial sums are int32 and exact, so there every SPLIT gives the unsplit tiles' bits.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TMA_B, int G, int MINB, int SPLIT,
           int MODE, bool WG>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(const ConvArgs a) {
   using T = Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, G, WG>;
-  static_assert(!WG || (TMA_B && MODE != kI8), "wgmma tiles: fp16 operands, TMA weights");
-  static_assert(MODE == kF16 || SPLIT == 1, "the quantization-aware epilogue has no split-K variant");
+  static_assert(!WG || TMA_B, "wgmma tiles: TMA weights");
+  static_assert(!WG || BK == 64 || MODE == kI8, "fp16 wgmma tiles: 64-channel chunks");
+  static_assert(MODE != kF16Q || SPLIT == 1, "the fp16-operand quantizing epilogue has no split-K variant");
   static_assert(BK % 16 == 0 || MODE == kI8, "BK = 8 units (16 channels) exists for int8 operands only");
   using AccT = std::conditional_t<MODE == kI8, int, float>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
@@ -331,7 +406,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
   for (int it = 0; it < T::A_ITERS; ++it) {
     const int r = a_row[it], c16 = a_col[it] >> 3;
-    a_sm[it] = ptx::pinned(smem_addr(sA) + 2u * uint32_t(WG ? r * T::LDS + ((c16 ^ (r & 7)) << 3) : a_dst[it]));
+    a_sm[it] =
+        ptx::pinned(smem_addr(sA) + 2u * uint32_t(WG ? r * T::LDS + (wg_swizzle_chunk(c16, r, BK) << 3) : a_dst[it]));
     a_src[it] = reinterpret_cast<uint64_t>(x + a_col[it]);
   }
   const uint32_t lm_a = ptx::pinned(smem_addr(sA + (wm * T::WM + (lane & 15)) * T::LDS + (lane >> 4) * 8));
@@ -519,10 +595,14 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           // warpgroup j: rows 64j..64j+63 x BN += A(64 x 16) * B(BN x 16)^T per 16 channels (B shared by
           // the warpgroups); a 16-channel step moves the descriptors' start by 32 bytes inside the
           // swizzled 128-byte rows
-          const uint64_t da = wg_desc(tA + (warp >> 2) * 64 * T::LDS), db = wg_desc(tB);
+          const uint64_t da = wg_desc<BK>(tA + (warp >> 2) * 64 * T::LDS), db = wg_desc<BK>(tB);
 #pragma unroll
           for (int kk = 0; kk < BK / 16; ++kk) {
-            if constexpr (BN == 64)
+            if constexpr (MODE == kI8 && BN == 64)
+              wgmma_m64n64k32_s8(acc[0], da + 2 * kk, db + 2 * kk);
+            else if constexpr (MODE == kI8)
+              wgmma_m64n128k32_s8(acc[0], da + 2 * kk, db + 2 * kk);
+            else if constexpr (BN == 64)
               wgmma_m64n64k16(acc[0], da + 2 * kk, db + 2 * kk);
             else
               wgmma_m64n128k16(acc[0], da + 2 * kk, db + 2 * kk);
@@ -603,7 +683,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 
     if constexpr (SPLIT > 1) {
       // partial sums -> shared memory; the cluster meets; CTA z reduces rows [z*BM/S, (z+1)*BM/S)
-      float* sRed = reinterpret_cast<float*>(smem);
+      AccT* sRed = reinterpret_cast<AccT*>(smem);
 #pragma unroll
       for (int i = 0; i < T::MT; ++i)
 #pragma unroll
@@ -612,47 +692,92 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           for (int h = 0; h < 2; ++h) {
             const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
             const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
-            *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            if constexpr (MODE == kI8)
+              *reinterpret_cast<int2*>(sRed + rl * T::LDR + cl) = make_int2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            else
+              *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
           }
       cluster_sync();
       const uint32_t z = cluster_rank();
       constexpr int ROWS = BM / SPLIT;
-      constexpr int CPRC = BN / 8;
-      const __half* __restrict__ res = static_cast<const __half*>(a.residual);
-      __half* y = static_cast<__half*>(a.y);
-      for (int i = tid; i < ROWS * CPRC; i += T::kThreads) {
-        const int rl = int(z) * ROWS + i / CPRC, c8 = (i % CPRC) * 8;
-        const int64_t row = m0 + rl;
-        const int col = n0 + c8;
-        if (row >= n || col >= a.cout_p) continue;
-        float v[8];
+      if constexpr (MODE == kI8) {
+        // int32 sums over the cluster, then the unsplit tiles' quantization-aware epilogue (both passes in
+        // one: q_conv_value, the activation, q_store8), the last N tile zero-filling the row padding
+        const QEpilogue qe = *a.q;
+        const int col_end = blockIdx.y + 1 == gridDim.y ? q_pad_end(qe) : n0 + BN;
+        const int per_row = (col_end - n0) / 8;
+        for (int i = tid; i < ROWS * per_row; i += T::kThreads) {
+          const int rl = int(z) * ROWS + i / per_row, c8 = (i % per_row) * 8;
+          const int64_t row = m0 + rl;
+          const int col = n0 + c8;
+          if (row >= n) continue;
+          float v[8];
+          if (col < a.cout) {
+            int sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
-        for (int q = 0; q < 8; ++q) v[q] = 0.f;
+            for (int r = 0; r < SPLIT; ++r) {
+              const int4 lo = ld_peer_i4(sRed + rl * T::LDR + c8, uint32_t(r));
+              const int4 hi = ld_peer_i4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
+              sum[0] += lo.x;
+              sum[1] += lo.y;
+              sum[2] += lo.z;
+              sum[3] += lo.w;
+              sum[4] += hi.x;
+              sum[5] += hi.y;
+              sum[6] += hi.z;
+              sum[7] += hi.w;
+            }
 #pragma unroll
-        for (int r = 0; r < SPLIT; ++r) {
-          const float4 lo = ld_peer_f4(sRed + rl * T::LDR + c8, uint32_t(r));
-          const float4 hi = ld_peer_f4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
-          v[0] += lo.x;
-          v[1] += lo.y;
-          v[2] += lo.z;
-          v[3] += lo.w;
-          v[4] += hi.x;
-          v[5] += hi.y;
-          v[6] += hi.z;
-          v[7] += hi.w;
+            for (int q = 0; q < 8; ++q) {
+              const int cq = col + q;
+              const float mul = cq < a.cout_w ? qe.mult[cq] : 0.f;
+              const float b = cq < a.cout_w ? a.bias[cq] : 0.f;
+              v[q] = apply_act(q_conv_value(sum[q], mul, b), a.act, a.alpha);
+            }
+          } else {
+#pragma unroll
+            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+          }
+          q_store8(a, qe, row, col, v);
         }
-        alignas(16) __half rr[8];
-        if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
-        alignas(16) __half out[8];
+      } else {
+        constexpr int CPRC = BN / 8;
+        const __half* __restrict__ res = static_cast<const __half*>(a.residual);
+        __half* y = static_cast<__half*>(a.y);
+        for (int i = tid; i < ROWS * CPRC; i += T::kThreads) {
+          const int rl = int(z) * ROWS + i / CPRC, c8 = (i % CPRC) * 8;
+          const int64_t row = m0 + rl;
+          const int col = n0 + c8;
+          if (row >= n || col >= a.cout_p) continue;
+          float v[8];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const int cq = col + q;
-          float f = cq < a.cout ? __half2float(__float2half_rn(apply_act(v[q] + a.bias[cq], a.act, a.alpha))) : 0.f;
-          if (res) f = __half2float(__float2half_rn(f + __half2float(rr[q])));
-          if (a.relu_after) f = f > 0.f ? f : 0.f;
-          out[q] = __float2half_rn(f);
+          for (int q = 0; q < 8; ++q) v[q] = 0.f;
+#pragma unroll
+          for (int r = 0; r < SPLIT; ++r) {
+            const float4 lo = ld_peer_f4(sRed + rl * T::LDR + c8, uint32_t(r));
+            const float4 hi = ld_peer_f4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
+            v[0] += lo.x;
+            v[1] += lo.y;
+            v[2] += lo.z;
+            v[3] += lo.w;
+            v[4] += hi.x;
+            v[5] += hi.y;
+            v[6] += hi.z;
+            v[7] += hi.w;
+          }
+          alignas(16) __half rr[8];
+          if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
+          alignas(16) __half out[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int cq = col + q;
+            float f = cq < a.cout ? __half2float(__float2half_rn(apply_act(v[q] + a.bias[cq], a.act, a.alpha))) : 0.f;
+            if (res) f = __half2float(__float2half_rn(f + __half2float(rr[q])));
+            if (a.relu_after) f = f > 0.f ? f : 0.f;
+            out[q] = __float2half_rn(f);
+          }
+          *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(out);
         }
-        *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(out);
       }
       cluster_sync();  // peers are done reading this CTA's partial sums
     } else if constexpr (MODE != kF16) {
@@ -784,6 +909,7 @@ void add_instances_int8_fp16_operands(std::vector<Instance>& v);  // kF16Q (INT8
 void add_instances_int8(std::vector<Instance>& v);                // kI8
 void add_instances_fp16_wgmma(std::vector<Instance>& v);          // wgmma (sm_90a object, only when built for sm_90)
 void add_instances_fp16_wgmma_ws(std::vector<Instance>& v);       // warp-specialised wgmma (same object)
+void add_instances_int8_wgmma(std::vector<Instance>& v);          // kI8 and kF16Q wgmma (same object)
 
 }  // namespace igemm
 }  // namespace scn::cuda

@@ -214,6 +214,12 @@ std::string igemm_config_name(const IgemmConfig& c);
 /// unpadded, and padding would both halve the rows per stage and cause 2-way conflicts. wgmma
 /// tiles use the 128-byte swizzle instead.
 constexpr int igemm_smem_row(int bk, bool wgmma) { return wgmma || bk == 8 ? bk : bk + 8; }
+/// wgmma tiles: the 16-byte chunk where chunk `c` of row `r` is stored in a swizzled row of `row_units`
+/// 16-bit units — the 128-byte swizzle for 64-unit rows, the 64-byte swizzle for 32-unit rows (int8
+/// tiles of 64 channels): the layouts the wgmma descriptors name (implicit_gemm.cuh wg_desc).
+constexpr int wg_swizzle_chunk(int c, int r, int row_units) {
+  return row_units == 64 ? c ^ (r & 7) : c ^ ((r >> 1) & 3);
+}
 
 /// The compiled tile configurations.
 int igemm_num_configs();
@@ -226,7 +232,7 @@ int igemm_find_config(const char* name);
 int igemm_blocks_per_sm(int id);
 /// Weights [K][cout_w][cin_p] (host, fp16 bits) re-tiled for a TMA config: for every offset k,
 /// channel chunk c and N tile j, BN rows of igemm_smem_row halves (zero padded), contiguous; for a wgmma
-/// config BN rows of BK = 64 halves in the 128-byte swizzle (chunk q of row r at q ^ (r % 8)).
+/// config BN rows of BK units in the swizzle wg_swizzle_chunk places.
 std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w, int K, int cout_w, int cin_p,
                                          int cout_p);
 /// Launches config `id` (grid sized for cap_out, persistent over the device count). `pdl`: as a

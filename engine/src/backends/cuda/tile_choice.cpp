@@ -98,6 +98,10 @@ std::string shape_of(const char* full) {
 
 }  // namespace
 
+bool same_split_class(const IgemmConfig& k, const ConvShape& c, int split) {
+  return c.mode == 2 || k.split == split;  // int8 operands: int32 partial sums, exact in every split
+}
+
 int split_for(const ConvShape& c, int cc_major, int split_override) {
   if (cc_major < 9 || c.K > 32 || c.mode != 0) return 1;
   if (split_override > 0) return c.cout_p >= 64 ? split_override : 1;
@@ -109,7 +113,7 @@ std::vector<int> tune_candidates(const ConvShape& c, int cc, int split) {
   std::vector<int> v;
   for (int id = 0; id < igemm_num_configs(); ++id) {
     const IgemmConfig& k = igemm_config(id);
-    if (k.split != split || !igemm_config_fits(id, c.cin_p, cc, c.K, c.mode)) continue;
+    if (!same_split_class(k, c, split) || !igemm_config_fits(id, c.cin_p, cc, c.K, c.mode)) continue;
     if (k.bn == bn || (k.bn * 2 == bn && k.bn >= 16)) v.push_back(id);
   }
   return v;

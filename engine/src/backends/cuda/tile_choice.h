@@ -20,11 +20,17 @@ struct ConvShape {
 /// every fp16 conv with >= 64 output channels.
 int split_for(const ConvShape& c, int cc_major, int split_override);
 
+/// True when config `k` sums a conv's partial sums like the configs of split class `split`: of that
+/// class in fp16 (modes 0 and 1), any split with int8 operands (mode 2: int32 sums are exact), so the
+/// tuner may pick an int8 conv's split as freely as its tile.
+struct IgemmConfig;
+bool same_split_class(const IgemmConfig& k, const ConvShape& c, int split);
+
 /// The heuristic pick for a conv of split class `split` (mode 0), then for the INT8 modes; -1 when
 /// no compiled config fits.
 int choose_config(const ConvShape& c, int cc_major, int split);
 
-/// Every compiled config of the conv's mode and split class that fits, with an N tile of the output
+/// Every compiled config of the conv's mode and split class (same_split_class) that fits, with an N tile of the output
 /// width (rounded up to a power of two, at most 128) or half of it: what the autotuner times.
 std::vector<int> tune_candidates(const ConvShape& c, int cc_major, int split);
 
