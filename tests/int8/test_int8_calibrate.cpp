@@ -248,6 +248,76 @@ TEST(Int8Calibration, SearchMeetsTheTargetCosine) {
   }
 }
 
+// A timed search (PrecisionSearchOptions::int8_savings_ms) tries only the nodes that save time: the
+// others stay fp16 unmeasured (sensitivity -1), the chosen nodes' savings are summed, the bound still
+// holds, and a model where no node saves time is an error rather than a plan of no int8 node.
+TEST(Int8Calibration, TimedSearchTriesOnlyNodesThatSaveTime) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_timed.onnx");
+  Calibrator cal(parse_onnx(src), 512, 2);
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 410);
+  cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  const test::SparseInput ev = test::random_input(150, 5, {9, 8, 8}, 1, 451);
+  const std::vector<CalibrationFrame> frames = {{ev.features, ev.indices, ev.grid, 1, {}}};
+  PrecisionSearchOptions po;
+  po.min_cosine = 0.5;
+  const PrecisionPlan loose = search_int8_plan(cal, frames, po);
+  EXPECT_FALSE(loose.timed);
+  po.min_cosine = loose.all_int8_cosine + 0.2 * (loose.fp16_cosine - loose.all_int8_cosine);
+  // conv2 costs time in int8, conv4 and add0 save none: only conv1 and conv3 are candidates
+  po.int8_savings_ms = {{"conv1", 0.004}, {"conv2", -0.002}, {"conv3", 0.010}, {"conv4", 0.0}};
+  const PrecisionPlan p = search_int8_plan(cal, frames, po);
+  EXPECT_TRUE(p.timed);
+  EXPECT_GE(p.cosine, po.min_cosine);
+  double saved = 0;
+  int int8 = 0;
+  for (const PlanNode& n : p.nodes) {
+    const bool candidate = n.node == "conv1" || n.node == "conv3";
+    if (!candidate) {
+      EXPECT_FALSE(n.int8) << n.node << " saves no time but runs int8";
+      EXPECT_EQ(n.sensitivity, -1.0) << n.node << " was measured although it is no candidate";
+    } else {
+      EXPECT_GE(n.sensitivity, 0.0) << n.node;
+    }
+    EXPECT_EQ(n.saving_ms, po.int8_savings_ms.count(n.node) ? po.int8_savings_ms.at(n.node) : 0.0) << n.node;
+    EXPECT_EQ(p.attributes.at(n.node).precision, n.int8 ? Precision::Int8 : Precision::Fp16) << n.node;
+    if (n.int8) saved += n.saving_ms;
+    int8 += n.int8;
+  }
+  EXPECT_GE(int8, 1) << "a bound near all-int8 admits a candidate";
+  EXPECT_DOUBLE_EQ(p.int8_saving_ms, saved);
+  EXPECT_EQ(evaluate_int8(cal, p.attributes, frames[0]).min_cosine, p.cosine);
+  po.int8_savings_ms = {{"conv0", -0.001}};
+  try {
+    search_int8_plan(cal, frames, po);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no INT8 plan saves time"), std::string::npos) << e.what();
+  }
+}
+
+// measure_int8_savings on the CPU backend: one finite saving per SparseConvolution / Add node, and the
+// per-node times it differences are real (some node's fp16 and int8 times differ).
+TEST(Int8Calibration, MeasuredSavingsCoverEveryNode) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_savings.onnx");
+  Calibrator cal(parse_onnx(src), 512, 2);
+  const test::SparseInput in = test::random_input(400, 5, {9, 8, 8}, 1, 412);
+  cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  BuildOptions d;
+  d.backend = Backend::Cpu;
+  d.num_threads = 2;
+  const std::map<std::string, double> s =
+      measure_int8_savings(cal, CalibrationOptions{}, {in.features, in.indices, in.grid, 1, {}}, d, 3);
+  ASSERT_EQ(s.size(), 6u);  // conv0..conv4, add0
+  bool differs = false;
+  for (const char* n : {"conv0", "conv1", "conv2", "conv3", "conv4", "add0"}) {
+    ASSERT_TRUE(s.count(n)) << n;
+    EXPECT_TRUE(std::isfinite(s.at(n))) << n;
+    differs = differs || s.at(n) != 0.0;
+  }
+  EXPECT_TRUE(differs) << "every saving is exactly zero: the profiles were not differenced";
+  EXPECT_THROW(measure_int8_savings(cal, CalibrationOptions{}, {in.features, in.indices, in.grid, 1, {}}, d, 0), Error);
+}
+
 // ---- the CLI ------------------------------------------------------------------------------------
 
 using Result = test::CliResult;
@@ -340,6 +410,18 @@ TEST(Int8CalibrateCli, MinCosineAndPoorAccuracyWarning) {
   r = scn_cli("calibrate " + model + " -o " + bad + frame + " --min-cosine 0.99");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--min-cosine needs an evaluation frame"), std::string::npos) << r.err;
+  r = scn_cli("calibrate " + model + " -o " + bad + frame + eval + " --time-on cpu");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--time-on weighs the layers of a --min-cosine search"), std::string::npos) << r.err;
+
+  // Timed on the CPU backend: the table gains the measured savings and the plan line their sum.
+  const std::string timed = dir + "/cli_mincos_timed.int8.onnx";
+  r = scn_cli("calibrate " + model + " -o " + timed + frame + eval + " --min-cosine 0.99 --time-on cpu --quiet");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* s :
+       {"timed       int8 against fp16, per node, on cpu", "| int8 saves (us) |", "the int8 nodes save "})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  EXPECT_TRUE(std::ifstream(timed).good());
 
   // Clipping at the median of |x| ruins the ranges: the plain run succeeds but warns.
   r = scn_cli("calibrate " + model + " -o " + out + frame + eval + " --method percentile --percentile 50 --quiet");

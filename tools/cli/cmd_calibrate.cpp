@@ -60,6 +60,10 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
                 "Choose the fp16 layers by measured sensitivity so that the INT8 cosine vs FP32 on --eval is at "
                 "least this, keeping as much INT8 work as possible; fails when no plan reaches it")
       ->check(CLI::Range(1e-6, 1.0));
+  c->add_option("--time-on", a.time_on,
+                "With --min-cosine: weigh each layer by the time int8 saves on this backend (cuda or cpu), measured "
+                "on the --eval frame, instead of by its MACs; layers that int8 does not speed up stay fp16")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
   c->add_flag("--quiet", a.quiet, "No per-layer table");
   fr->excludes(sy);
   return c;
@@ -104,17 +108,22 @@ void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
   }
   std::printf("plan        target cosine %s on %s (%d INT8 engines evaluated, %.1f s)\n\n",
               fixed(a.min_cosine, 6).c_str(), a.eval[0].c_str(), p.evaluations, ms / 1000.0);
-  std::printf("| node | op | precision | sensitivity (1 - cosine, alone in int8) | MACs (dense kernel) |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf("| node | op | precision | sensitivity (1 - cosine, alone in int8) | MACs (dense kernel) |%s\n",
+              p.timed ? " int8 saves (us) |" : "");
+  std::printf("|---|---|---|---|---|%s\n", p.timed ? "---|" : "");
   for (const PlanNode& n : p.nodes)
-    std::printf("| %s | %s | %s | %s | %.3g |\n", n.node.c_str(), n.op.c_str(), n.int8 ? "int8" : "fp16",
-                n.sensitivity >= 0 ? fixed(n.sensitivity, 6).c_str() : "-", n.macs);
+    std::printf("| %s | %s | %s | %s | %.3g |%s\n", n.node.c_str(), n.op.c_str(), n.int8 ? "int8" : "fp16",
+                n.sensitivity >= 0 ? fixed(n.sensitivity, 6).c_str() : "-", n.macs,
+                p.timed ? (" " + fixed(1000.0 * n.saving_ms, 1) + " |").c_str() : "");
   std::printf(
       "\nplan        %d of %zu nodes int8 (%.1f %% of the MACs); cosine vs FP32: plan %.6f, all fp16 %.6f, "
       "all int8 %.6f\n",
       n8, p.nodes.size(), p.total_macs > 0 ? 100.0 * p.int8_macs / p.total_macs : 0.0, p.cosine, p.fp16_cosine,
       p.all_int8_cosine);
   std::printf("plan        fp16 nodes: %s\n", fp16.empty() ? "none" : fp16.c_str());
+  if (p.timed)
+    std::printf("plan        the int8 nodes save %.1f us of step time on %s (their measured savings, summed)\n",
+                1000.0 * p.int8_saving_ms, a.time_on.c_str());
 }
 
 }  // namespace
@@ -127,6 +136,8 @@ int run_calibrate(const CalibrateArgs& a) {
   SCN_CHECK(a.min_cosine <= 0 || a.eval.size() == 2, "--min-cosine needs an evaluation frame: --eval FEATURES INDICES");
   SCN_CHECK(a.min_cosine <= 0 || (a.keep_fp16.empty() && a.keep_fp16_first == 0),
             "--min-cosine chooses the fp16 layers itself; drop --keep-fp16 / --keep-fp16-first");
+  SCN_CHECK(a.time_on.empty() || a.min_cosine > 0,
+            "--time-on weighs the layers of a --min-cosine search: add --min-cosine X");
   const int64_t t_start = now_ns();
   EngineBuilder builder = parse_onnx(a.model);
   const Graph& graph = builder.graph();
@@ -218,6 +229,19 @@ int run_calibrate(const CalibrateArgs& a) {
     PrecisionSearchOptions po;
     po.min_cosine = a.min_cosine;
     po.calibration = co;
+    if (!a.time_on.empty()) {
+      BuildOptions d;
+      d.backend = a.time_on == "cuda" ? Backend::Cuda : Backend::Cpu;
+      d.num_threads = a.threads;
+      const int64_t tt = now_ns();
+      try {
+        po.int8_savings_ms = measure_int8_savings(cal, co, ef, d);
+      } catch (const Error& e) {
+        SCN_FAIL("--time-on ", a.time_on, ": ", e.what());
+      }
+      std::printf("timed       int8 against fp16, per node, on %s with %s (%.1f s)\n", a.time_on.c_str(),
+                  a.eval[0].c_str(), ms_since(tt) / 1000.0);
+    }
     const int64_t t0 = now_ns();
     const PrecisionPlan plan = search_int8_plan(cal, {ef}, po);
     print_plan(plan, a, ms_since(t0));

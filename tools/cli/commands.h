@@ -137,6 +137,7 @@ struct CalibrateArgs {
   bool int8_scatter = false;
   std::vector<std::string> eval;
   double min_cosine = 0.0;  ///< > 0: choose the fp16 layers so that the --eval cosine reaches it
+  std::string time_on;      ///< with min_cosine: "cuda" / "cpu": weigh layers by the time int8 saves there
   int threads = 0;
   bool quiet = false;
 };

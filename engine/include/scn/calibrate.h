@@ -163,6 +163,11 @@ constexpr double kPoorInt8Cosine = 0.99;
 struct PrecisionSearchOptions {
   double min_cosine = 0.999;       ///< the bound on every output of every evaluation frame
   CalibrationOptions calibration;  ///< method, percentile, int8_scatter (the precision fields are set by the search)
+  /// Time each node saves when it runs int8 on the device the plan is for (node name -> ms;
+  /// measure_int8_savings). Empty: nodes are weighed by their MACs. Set: only the nodes that save time
+  /// (> 0; missing names save none) are tried, in increasing sensitivity per ms saved, so the accuracy
+  /// the bound allows goes to the layers where int8 is faster — the others stay fp16.
+  std::map<std::string, double> int8_savings_ms;
 };
 
 /// One SparseConvolution / Add node of a searched plan.
@@ -177,6 +182,8 @@ struct PlanNode {
   /// volume x Cin x Cout (the dense-kernel count, an upper bound of the gathered pairs); Add:
   /// sites x channels.
   double macs = 0.0;
+  /// PrecisionSearchOptions::int8_savings_ms of the node (0 when the search is not timed).
+  double saving_ms = 0.0;
 };
 
 struct PrecisionPlan {
@@ -186,16 +193,30 @@ struct PrecisionPlan {
   double fp16_cosine = 1.0;                      ///< every node fp16
   double all_int8_cosine = 1.0;                  ///< every node int8
   double int8_macs = 0.0, total_macs = 0.0;
-  int evaluations = 0;  ///< INT8 engines run (one per plan tried)
+  bool timed = false;           ///< the search weighed nodes by PrecisionSearchOptions::int8_savings_ms
+  double int8_saving_ms = 0.0;  ///< the chosen int8 nodes' savings, summed (timed searches)
+  int evaluations = 0;          ///< INT8 engines run (one per plan tried)
 };
 
 /// Chooses which SparseConvolution / Add nodes run int8 so that the INT8 engine's cosine against
 /// FP32 is >= options.min_cosine on every output of every frame, keeping as many MACs int8 as the
-/// greedy search finds: the all-int8 plan when it meets the bound; else, from the all-fp16 plan,
-/// nodes are added one at a time in increasing sensitivity per MAC, each kept when the plan still
-/// meets the bound. Throws scn::Error (with the measured cosines) when no plan with an int8 node
-/// meets the bound: the all-fp16 plan is below it, or no single node can be int8.
+/// greedy search finds (or, with options.int8_savings_ms, as much saved time): the all-int8 plan when
+/// it meets the bound; else, from the all-fp16 plan, nodes are added one at a time in increasing
+/// sensitivity per MAC (per ms saved), each kept when the plan still meets the bound. Throws
+/// scn::Error (with the measured cosines) when no plan with an int8 node meets the bound: the
+/// all-fp16 plan is below it, or no single node (that saves time) can be int8.
 PrecisionPlan search_int8_plan(Calibrator& calibrator, const std::vector<CalibrationFrame>& eval_frames,
                                const PrecisionSearchOptions& options);
+
+/// The time each SparseConvolution / Add node saves in int8 on `device` (its backend, GPU, options):
+/// the calibrator's model with every node int8 (ranges from `calibration`) is built twice with that
+/// backend, in fp16 and in int8, bound to `frame`, and each engine's profile_layers() is taken
+/// `repeats` times; a node's time is the median over those profiles of its steps (its conv with any
+/// fused Add and ReLU, or its own Add step, and the Convert steps before it), and its saving is the
+/// fp16 time minus the int8 time (ms; may be negative). Throws scn::Error naming the backend when it
+/// gives no per-step times or cannot build the engines (e.g. Backend::Cuda without a GPU).
+std::map<std::string, double> measure_int8_savings(Calibrator& calibrator, const CalibrationOptions& calibration,
+                                                   const CalibrationFrame& frame, const BuildOptions& device,
+                                                   int repeats = 5);
 
 }  // namespace scn

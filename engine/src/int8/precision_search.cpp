@@ -106,6 +106,7 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
   PlanEvaluator eval(cal, frames, options.calibration);
 
   PrecisionPlan plan;
+  plan.timed = !options.int8_savings_ms.empty();
   std::vector<size_t> cand;  // indices into plan.nodes
   for (const Node& n : g.nodes) {
     if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
@@ -118,6 +119,10 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
                n.conv.in_channels * n.conv.out_channels;
     else
       p.macs = sites * g.values[size_t(n.output)].channels;
+    if (plan.timed) {
+      const auto it = options.int8_savings_ms.find(n.name);
+      p.saving_ms = it == options.int8_savings_ms.end() ? 0.0 : it->second;
+    }
     plan.total_macs += p.macs;
     cand.push_back(plan.nodes.size());
     plan.nodes.push_back(p);
@@ -138,18 +143,30 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
               " on the evaluation frames: even with every node in fp16 the cosine against FP32 is ",
               fixed6(plan.fp16_cosine), " (all int8: ", fixed6(plan.all_int8_cosine),
               "); lower --min-cosine or run the model in fp16");
+    // A timed search tries only the nodes that save time (the others are not measured: sensitivity -1).
+    if (plan.timed)
+      cand.erase(std::remove_if(cand.begin(), cand.end(),
+                                [&](size_t i) {
+                                  if (plan.nodes[i].saving_ms > 0.0) return false;
+                                  plan.nodes[i].sensitivity = -1.0;
+                                  return true;
+                                }),
+                 cand.end());
     double best_single = 0.0;
-    for (PlanNode& p : plan.nodes) {
+    for (size_t i : cand) {
+      PlanNode& p = plan.nodes[i];
       const double c = eval({p.node});
       p.sensitivity = std::max(0.0, plan.fp16_cosine - c);
       best_single = std::max(best_single, c);
     }
-    // Cheapest accuracy per unit of work first; ties (e.g. no measurable loss) by more work first.
+    // Cheapest accuracy per unit of work (per ms saved) first; ties (e.g. no measurable loss) by more
+    // work (more time saved) first.
+    auto weight = [&](const PlanNode& p) { return plan.timed ? p.saving_ms : std::max(p.macs, 1.0); };
     std::stable_sort(cand.begin(), cand.end(), [&](size_t a, size_t b) {
       const PlanNode &x = plan.nodes[a], &y = plan.nodes[b];
-      const double rx = x.sensitivity / std::max(x.macs, 1.0), ry = y.sensitivity / std::max(y.macs, 1.0);
+      const double rx = x.sensitivity / weight(x), ry = y.sensitivity / weight(y);
       if (rx != ry) return rx < ry;
-      return x.macs > y.macs;
+      return weight(x) > weight(y);
     });
     plan.cosine = plan.fp16_cosine;
     for (size_t i : cand) {
@@ -161,14 +178,17 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
         plan.cosine = c;
       }
     }
+    SCN_CHECK(!plan.timed || !cand.empty(), g.source, ": no INT8 plan saves time: no node of the model runs faster ",
+              "in int8 than in fp16 on the timed device; run the model in fp16");
     SCN_CHECK(!chosen.empty(), g.source, ": no INT8 plan reaches cosine ", fixed6(bound),
-              " on the evaluation frames: every node in fp16 gives ", fixed6(plan.fp16_cosine),
-              ", but any single node in int8 drops it below the bound (best ", fixed6(best_single),
+              " on the evaluation frames: every node in fp16 gives ", fixed6(plan.fp16_cosine), ", but any single node",
+              plan.timed ? " that saves time" : "", " in int8 drops it below the bound (best ", fixed6(best_single),
               "); run the model in fp16 or lower --min-cosine");
   }
   for (PlanNode& p : plan.nodes) {
     p.int8 = chosen.count(p.node) > 0;
     if (p.int8) plan.int8_macs += p.macs;
+    if (p.int8) plan.int8_saving_ms += p.saving_ms;
   }
   plan.attributes = cal.attributes(eval.options(chosen));
   plan.evaluations = eval.evaluations;

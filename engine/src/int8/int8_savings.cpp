@@ -1,0 +1,67 @@
+// measure_int8_savings (scn/calibrate.h): the time each node saves in int8 on a device, from the
+// per-step profiles of the model's fp16 and all-int8 engines — what a timed precision search
+// (PrecisionSearchOptions::int8_savings_ms) weighs the nodes by.
+#include <algorithm>
+#include <set>
+
+#include "scn/calibrate.h"
+#include "scn/error.h"
+
+namespace scn {
+
+namespace {
+
+/// Per node: the median over `repeats` profiles of the summed step times that belong to it (every step
+/// but the kernel maps, the input and the densify, which run alike in both precisions; a Convert step
+/// belongs to the node that reads the converted value).
+std::map<std::string, double> node_times(Engine& e, int repeats, const char* what) {
+  std::map<std::string, std::vector<double>> runs;
+  for (int r = 0; r < repeats; ++r) {
+    const std::vector<LayerTiming> prof = e.profile_layers();
+    SCN_CHECK(!prof.empty(), e.graph().source, ": the ", what,
+              " engine gives no per-step times (profile_layers), so int8 savings cannot be measured on its backend");
+    std::map<std::string, double> sum;
+    for (const LayerTiming& t : prof)
+      if (t.op == "SparseConvolution" || t.op == "Add" || t.op == "Relu" || t.op == "Convert") sum[t.node] += t.ms;
+    for (const auto& [node, ms] : sum) runs[node].push_back(ms);
+  }
+  std::map<std::string, double> med;
+  for (auto& [node, v] : runs) {
+    std::sort(v.begin(), v.end());
+    med[node] = v[v.size() / 2];
+  }
+  return med;
+}
+
+}  // namespace
+
+std::map<std::string, double> measure_int8_savings(Calibrator& cal, const CalibrationOptions& calibration,
+                                                   const CalibrationFrame& frame, const BuildOptions& device,
+                                                   int repeats) {
+  const Graph& g = cal.graph();
+  SCN_CHECK(repeats >= 1, g.source, ": measure_int8_savings needs at least one profile, got ", repeats);
+  CalibrationOptions all = calibration;
+  all.explicit_int8 = true;
+  all.int8_nodes.clear();
+  for (const Node& n : g.nodes)
+    if (n.op == OpType::SparseConv || n.op == OpType::Add) all.int8_nodes.insert(n.name);
+  const EngineBuilder model = with_int8_attributes(cal.model(), cal.attributes(all));
+  std::map<std::string, double> t[2];
+  const Precision precisions[2] = {Precision::Fp16, Precision::Int8};
+  for (int k = 0; k < 2; ++k) {
+    BuildOptions o = device;
+    o.precision = precisions[k];
+    std::unique_ptr<Engine> e = model.build(o);
+    e->set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
+    e->forward();  // planning and, on the GPU, the autotuner's pass
+    t[k] = node_times(*e, repeats, k == 0 ? "fp16" : "int8");
+  }
+  std::map<std::string, double> saving;
+  for (const std::string& n : all.int8_nodes) {
+    const auto a = t[0].find(n), b = t[1].find(n);
+    saving[n] = (a == t[0].end() ? 0.0 : a->second) - (b == t[1].end() ? 0.0 : b->second);
+  }
+  return saving;
+}
+
+}  // namespace scn
