@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -168,6 +169,13 @@ struct PrecisionSearchOptions {
   /// (> 0; missing names save none) are tried, in increasing sensitivity per ms saved, so the accuracy
   /// the bound allows goes to the layers where int8 is faster — the others stay fp16.
   std::map<std::string, double> int8_savings_ms;
+  /// With int8_savings_ms: the measured forward time (ms) of a plan, given its INT8 attributes
+  /// (time_int8_plan binds one to a device and frame). A node's savings measured in the all-int8 engine
+  /// do not add up in a mixed plan (the conversions at its fp16 neighbours cost time), so a candidate is
+  /// then kept only when its plan meets the bound and also runs faster than the best plan so far by more
+  /// than plan_ms_margin, starting from the all-fp16 plan. Unset: the savings are taken as additive.
+  std::function<double(const std::map<std::string, QuantAttrs>&)> plan_ms;
+  double plan_ms_margin = 0.001;
 };
 
 /// One SparseConvolution / Add node of a searched plan.
@@ -195,6 +203,9 @@ struct PrecisionPlan {
   double int8_macs = 0.0, total_macs = 0.0;
   bool timed = false;           ///< the search weighed nodes by PrecisionSearchOptions::int8_savings_ms
   double int8_saving_ms = 0.0;  ///< the chosen int8 nodes' savings, summed (timed searches)
+  double fp16_ms = 0.0;         ///< with plan_ms: the all-fp16 plan's forward time
+  double ms = 0.0;              ///< with plan_ms: the chosen plan's forward time
+  int timings = 0;              ///< plans timed with plan_ms
   int evaluations = 0;          ///< INT8 engines run (one per plan tried)
 };
 
@@ -215,6 +226,11 @@ PrecisionPlan search_int8_plan(Calibrator& calibrator, const std::vector<Calibra
 /// fused Add and ReLU, or its own Add step, and the Convert steps before it), and its saving is the
 /// fp16 time minus the int8 time (ms; may be negative). Throws scn::Error naming the backend when it
 /// gives no per-step times or cannot build the engines (e.g. Backend::Cuda without a GPU).
+/// The median forward time (ms, Engine::time_forward after `warmup` forwards) of the calibrator's model
+/// with `attributes`, built with `device` in int8 and bound to `frame`: PrecisionSearchOptions::plan_ms.
+double time_int8_plan(Calibrator& calibrator, const std::map<std::string, QuantAttrs>& attributes,
+                      const CalibrationFrame& frame, const BuildOptions& device, int warmup = 20, int runs = 200);
+
 std::map<std::string, double> measure_int8_savings(Calibrator& calibrator, const CalibrationOptions& calibration,
                                                    const CalibrationFrame& frame, const BuildOptions& device,
                                                    int repeats = 5);

@@ -35,6 +35,19 @@ std::map<std::string, double> node_times(Engine& e, int repeats, const char* wha
 
 }  // namespace
 
+double time_int8_plan(Calibrator& cal, const std::map<std::string, QuantAttrs>& attributes,
+                      const CalibrationFrame& frame, const BuildOptions& device, int warmup, int runs) {
+  SCN_CHECK(runs >= 1 && warmup >= 0, cal.graph().source, ": time_int8_plan needs runs >= 1 and warmup >= 0, got ",
+            runs, " and ", warmup);
+  BuildOptions o = device;
+  o.precision = Precision::Int8;
+  std::unique_ptr<Engine> e = with_int8_attributes(cal.model(), attributes).build(o);
+  e->set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
+  std::vector<double> ms = e->time_forward(warmup, runs);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 std::map<std::string, double> measure_int8_savings(Calibrator& cal, const CalibrationOptions& calibration,
                                                    const CalibrationFrame& frame, const BuildOptions& device,
                                                    int repeats) {

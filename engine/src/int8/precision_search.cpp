@@ -134,7 +134,20 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
   plan.fp16_cosine = eval({});
   plan.all_int8_cosine = eval(all);
   std::set<std::string> chosen;
-  if (plan.all_int8_cosine >= bound) {
+  const bool by_time = plan.timed && bool(options.plan_ms);
+  auto time_plan = [&](const std::set<std::string>& int8) {
+    ++plan.timings;
+    return options.plan_ms(cal.attributes(eval.options(int8)));
+  };
+  if (by_time) plan.fp16_ms = plan.ms = time_plan({});
+  // A search by plan time takes the all-int8 plan only when it is also faster than fp16.
+  bool take_all = plan.all_int8_cosine >= bound;
+  if (take_all && by_time) {
+    const double t = time_plan(all);
+    take_all = t < plan.fp16_ms - options.plan_ms_margin;
+    if (take_all) plan.ms = t;
+  }
+  if (take_all) {
     chosen = all;
     plan.cosine = plan.all_int8_cosine;
     for (PlanNode& p : plan.nodes) p.sensitivity = -1.0;  // not measured: nothing to choose
@@ -173,13 +186,20 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
       std::set<std::string> trial = chosen;
       trial.insert(plan.nodes[i].node);
       const double c = eval(trial);
-      if (c >= bound) {
-        chosen = trial;
-        plan.cosine = c;
+      if (c < bound) continue;
+      if (by_time) {
+        const double t = time_plan(trial);
+        if (!(t < plan.ms - options.plan_ms_margin)) continue;
+        plan.ms = t;
       }
+      chosen = trial;
+      plan.cosine = c;
     }
     SCN_CHECK(!plan.timed || !cand.empty(), g.source, ": no INT8 plan saves time: no node of the model runs faster ",
               "in int8 than in fp16 on the timed device; run the model in fp16");
+    SCN_CHECK(!by_time || !chosen.empty(), g.source, ": no INT8 plan that reaches cosine ", fixed6(bound),
+              " runs faster than fp16 on the timed device (all fp16: ", plan.fp16_ms, " ms; ", plan.timings,
+              " plans timed); run the model in fp16");
     SCN_CHECK(!chosen.empty(), g.source, ": no INT8 plan reaches cosine ", fixed6(bound),
               " on the evaluation frames: every node in fp16 gives ", fixed6(plan.fp16_cosine), ", but any single node",
               plan.timed ? " that saves time" : "", " in int8 drops it below the bound (best ", fixed6(best_single),
