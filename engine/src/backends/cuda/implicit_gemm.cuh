@@ -122,7 +122,7 @@ __device__ __forceinline__ uint32_t cluster_rank() {
   return r;
 }
 /// Four floats at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
+__device__ __forceinline__ float4 peer_load4(const float* p, uint32_t rank) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t addr;
@@ -136,7 +136,7 @@ __device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
 }
 
 /// Four int32 at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ int4 ld_peer_i4(const int* p, uint32_t rank) {
+__device__ __forceinline__ int4 peer_load4(const int* p, uint32_t rank) {
   int4 v = make_int4(0, 0, 0, 0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t addr;
@@ -147,6 +147,27 @@ __device__ __forceinline__ int4 ld_peer_i4(const int* p, uint32_t rank) {
                : "memory");
 #endif
   return v;
+}
+
+/// v[q] = the sum over the cluster's SPLIT CTAs, in rank order from zero, of element q of the eight
+/// partial sums at `p` (the same offset in every CTA's shared memory): the split tiles' reduction.
+template <int SPLIT, typename T>
+__device__ __forceinline__ void peer_sum8(const T* p, T (&v)[8]) {
+#pragma unroll
+  for (int q = 0; q < 8; ++q) v[q] = T(0);
+#pragma unroll
+  for (int r = 0; r < SPLIT; ++r) {
+    const auto lo = peer_load4(p, uint32_t(r));
+    const auto hi = peer_load4(p + 4, uint32_t(r));
+    v[0] += lo.x;
+    v[1] += lo.y;
+    v[2] += lo.z;
+    v[3] += lo.w;
+    v[4] += hi.x;
+    v[5] += hi.y;
+    v[6] += hi.z;
+    v[7] += hi.w;
+  }
 }
 
 // ---- wgmma (sm_90a only: igemm_fp16_wgmma*.cu and igemm_int8_wgmma.cu are compiled for that target alone)
@@ -713,20 +734,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           if (row >= n) continue;
           float v[8];
           if (col < a.cout) {
-            int sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-            for (int r = 0; r < SPLIT; ++r) {
-              const int4 lo = ld_peer_i4(sRed + rl * T::LDR + c8, uint32_t(r));
-              const int4 hi = ld_peer_i4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
-              sum[0] += lo.x;
-              sum[1] += lo.y;
-              sum[2] += lo.z;
-              sum[3] += lo.w;
-              sum[4] += hi.x;
-              sum[5] += hi.y;
-              sum[6] += hi.z;
-              sum[7] += hi.w;
-            }
+            int sum[8];
+            peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, sum);
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int cq = col + q;
@@ -750,21 +759,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           const int col = n0 + c8;
           if (row >= n || col >= a.cout_p) continue;
           float v[8];
-#pragma unroll
-          for (int q = 0; q < 8; ++q) v[q] = 0.f;
-#pragma unroll
-          for (int r = 0; r < SPLIT; ++r) {
-            const float4 lo = ld_peer_f4(sRed + rl * T::LDR + c8, uint32_t(r));
-            const float4 hi = ld_peer_f4(sRed + rl * T::LDR + c8 + 4, uint32_t(r));
-            v[0] += lo.x;
-            v[1] += lo.y;
-            v[2] += lo.z;
-            v[3] += lo.w;
-            v[4] += hi.x;
-            v[5] += hi.y;
-            v[6] += hi.z;
-            v[7] += hi.w;
-          }
+          peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, v);
           alignas(16) __half rr[8];
           if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
           alignas(16) __half out[8];
