@@ -22,7 +22,8 @@
 // gives exactly the m16n8k32 s8 fragments (rows x 4 bytes), so the loaders and the shared-memory
 // layout are unchanged; mma.sync m16n8k32 accumulates in int32 (exact). MODE kF16Q keeps fp16
 // operands but, like kI8, ends in the quantization-aware epilogue (q_epilogue below) that stores
-// int8 or fp16 and applies an int8 / fp16 residual Add exactly as the CPU oracle does.
+// int8 or fp16 and applies an int8 / fp16 residual Add exactly as the CPU oracle does. The wgmma tiles
+// (WG) take both modes too: kI8 with wgmma m64nNk32 s8, kF16Q with the fp16 instructions.
 #pragma once
 
 #include <type_traits>
