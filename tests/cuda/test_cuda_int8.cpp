@@ -38,44 +38,56 @@ BuildOptions int8_options(Backend b) {
 // add1(int8, conv3) -> conv6 strided 32->40 -> conv7 40->128 -> conv8 128->128 -> scatter0 (int8
 // input); conv8's int8 output is also a sparse graph output. Every node int8, every value int8 but
 // the input; int8 rows of 16, 32, 64 and 128 bytes, so every INT8 tile config has a layer it fits.
-EngineBuilder int8_chain(const Ranges* r) {
-  EngineBuilder b("int8-chain(builder)");
-  const bool quant = r != nullptr;
-  auto R = [&](const char* v) { return quant ? (*r)(v) : -1.f; };
-  auto q = [&](float in) {
+/// What the int8 test graphs of this file are built from: ranges by value name (none: the graph without
+/// INT8 attributes, for calibrating it), INT8 attributes and random convs with consecutive seeds.
+struct GraphKit {
+  const Ranges* r;
+  uint64_t seed;
+  float R(const char* v) const { return r ? (*r)(v) : -1.f; }
+  /// precision int8 unless fp16_operands; int8 output when every reader is an int8 layer (int8_out)
+  QuantAttrs q(float in, bool fp16_operands = false, bool int8_out = true) const {
     QuantAttrs a;
-    a.precision = quant ? Precision::Int8 : Precision::Fp16;
-    a.output_precision = quant ? Precision::Int8 : Precision::Fp16;
+    a.precision = r && !fp16_operands ? Precision::Int8 : Precision::Fp16;
+    a.output_precision = r && int8_out ? Precision::Int8 : Precision::Fp16;
     a.input_dynamic_range = in;
     return a;
-  };
-  auto qadd = [&](float r0, float r1) {
+  }
+  QuantAttrs qadd(float r0, float r1) const {
     QuantAttrs a = q(-1.f);
     a.input0_dynamic_range = r0;
     a.input1_dynamic_range = r1;
     return a;
-  };
-  uint64_t s = 41;
-  const Int3 one{1, 1, 1}, k3{3, 3, 3}, two{2, 2, 2};
-  auto subm = [&](int cin, int cout, Activation act, const char* rb) {
-    ConvAttrs c = random_conv(cin, cout, k3, one, one, one, true, s++, act);
+  }
+  ConvAttrs subm(int cin, int cout, Activation act, const char* rb) {
+    ConvAttrs c = random_conv(cin, cout, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, seed++, act);
     c.rulebook = rb;
     return c;
-  };
+  }
+  /// 3x3x3, stride 2, padding 1, ReLU
+  ConvAttrs strided(int cin, int cout) {
+    return random_conv(cin, cout, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, seed++, Activation::ReLU);
+  }
+};
+
+EngineBuilder int8_chain(const Ranges* r) {
+  EngineBuilder b("int8-chain(builder)");
+  GraphKit k{r, 41};
+  auto R = [&](const char* v) { return k.R(v); };
+  auto q = [&](float in) { return k.q(in); };
+  auto qadd = [&](float r0, float r1) { return k.qadd(r0, r1); };
+  auto subm = [&](int cin, int cout, Activation act, const char* rb) { return k.subm(cin, cout, act, rb); };
   ValueId x = b.push_input("0", 4);
   ValueId v0 = b.push_sparse_conv("conv0", x, subm(4, 16, Activation::ReLU, "subm0"), q(R("in")), "c0");
   ValueId v1 = b.push_sparse_conv("conv1", v0, subm(16, 16, Activation::ReLU, "subm0"), q(R("c0")), "c1");
   ValueId v2 = b.push_sparse_conv("conv2", v1, subm(16, 16, Activation::None, "subm0"), q(R("c1")), "c2");
   ValueId a0 = b.push_relu("relu0", b.push_add("add0", v2, v0, qadd(R("c2"), R("c0")), "a0"), "r0");
-  ConvAttrs c3 = random_conv(16, 32, k3, two, one, one, false, s++, Activation::ReLU);
-  ValueId v3 = b.push_sparse_conv("conv3", a0, c3, q(R("r0")), "c3");
+  ValueId v3 = b.push_sparse_conv("conv3", a0, k.strided(16, 32), q(R("r0")), "c3");
   ConvAttrs c4 = subm(32, 32, Activation::LeakyReLU, "subm1");
   c4.activation_alpha = 0.1f;
   ValueId v4 = b.push_sparse_conv("conv4", v3, c4, q(R("c3")), "c4");
   ValueId v5 = b.push_sparse_conv("conv5", v4, subm(32, 32, Activation::None, "subm1"), q(R("c4")), "c5");
   ValueId a1 = b.push_add("add1", v5, v3, qadd(R("c5"), R("c3")), "a1");
-  ConvAttrs c6 = random_conv(32, 40, k3, two, one, one, false, s++, Activation::ReLU);
-  ValueId v6 = b.push_sparse_conv("conv6", a1, c6, q(R("a1")), "c6");
+  ValueId v6 = b.push_sparse_conv("conv6", a1, k.strided(32, 40), q(R("a1")), "c6");
   ValueId v7 = b.push_sparse_conv("conv7", v6, subm(40, 128, Activation::ReLU, "subm2"), q(R("c6")), "c7");
   ValueId v8 = b.push_sparse_conv("conv8", v7, subm(128, 128, Activation::ReLU, "subm2"), q(R("c7")), "c8");
   // (7, 24, 24) -> (4, 12, 12) -> (2, 6, 6)
@@ -212,30 +224,16 @@ TEST(CudaInt8, AllInt8GraphIsBitExactWithTheCpu) {
 const Int3 kWideGrid{24, 96, 96};
 EngineBuilder int8_wide_chain(const Ranges* r, bool fp16_quantizing) {
   EngineBuilder b("int8-wide(builder)");
-  const bool quant = r != nullptr;
-  auto R = [&](const char* v) { return quant ? (*r)(v) : -1.f; };
-  // int8 output wherever every reader is an int8 layer
-  auto q = [&](float in, bool fp16_operands = false, bool int8_out = true) {
-    QuantAttrs a;
-    a.precision = quant && !fp16_operands ? Precision::Int8 : Precision::Fp16;
-    a.output_precision = quant && int8_out ? Precision::Int8 : Precision::Fp16;
-    a.input_dynamic_range = in;
-    return a;
-  };
-  uint64_t s = 71;
-  const Int3 one{1, 1, 1}, k3{3, 3, 3}, two{2, 2, 2};
-  auto subm = [&](int cin, int cout, Activation act, const char* rb) {
-    ConvAttrs c = random_conv(cin, cout, k3, one, one, one, true, s++, act);
-    c.rulebook = rb;
-    return c;
-  };
+  GraphKit k{r, 71};
+  auto R = [&](const char* v) { return k.R(v); };
+  auto q = [&](float in, bool fp16_operands = false, bool int8_out = true) { return k.q(in, fp16_operands, int8_out); };
+  auto subm = [&](int cin, int cout, Activation act, const char* rb) { return k.subm(cin, cout, act, rb); };
   ValueId x = b.push_input("0", 4);
   ValueId v0 =
       b.push_sparse_conv("conv0", x, subm(4, 64, Activation::ReLU, "subm0"), q(R("in"), false, !fp16_quantizing), "c0");
   ValueId v1 = b.push_sparse_conv("conv1", v0, subm(64, 64, Activation::ReLU, "subm0"),
                                   q(fp16_quantizing ? -1.f : R("c0"), fp16_quantizing), "c1");
-  ValueId v2 = b.push_sparse_conv("conv2", v1, random_conv(64, 128, k3, two, one, one, false, s++, Activation::ReLU),
-                                  q(R("c1"), false, !fp16_quantizing), "c2");
+  ValueId v2 = b.push_sparse_conv("conv2", v1, k.strided(64, 128), q(R("c1"), false, !fp16_quantizing), "c2");
   ValueId v3 = b.push_sparse_conv("conv3", v2, subm(128, 128, Activation::ReLU, "subm1"),
                                   q(fp16_quantizing ? -1.f : R("c2"), fp16_quantizing), "c3");
   ValueId v4 = b.push_sparse_conv("conv4", v3, subm(128, 128, Activation::None, "subm1"), q(R("c3")), "c4");

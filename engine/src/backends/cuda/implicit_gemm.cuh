@@ -122,33 +122,22 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 #endif
   return r;
 }
-/// Four floats at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ float4 peer_load4(const float* p, uint32_t rank) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+/// The 16 bytes at `p` (this CTA's shared memory, 16-byte aligned) in the shared memory of cluster CTA
+/// `rank`, as four 32-bit words (float or int32 partial sums, bit for bit).
+__device__ __forceinline__ uint4 peer_load4(const void* p, uint32_t rank) {
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t addr;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(addr)
-               : "memory");
-#endif
-  return v;
-}
-
-/// Four int32 at `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ int4 peer_load4(const int* p, uint32_t rank) {
-  int4 v = make_int4(0, 0, 0, 0);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t addr;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(addr) : "r"(smem_addr(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+  asm volatile("ld.shared::cluster.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "r"(addr)
                : "memory");
 #endif
   return v;
 }
+__device__ __forceinline__ float word_as(uint32_t w, float) { return __uint_as_float(w); }
+__device__ __forceinline__ int word_as(uint32_t w, int) { return int(w); }
 
 /// v[q] = the sum over the cluster's SPLIT CTAs, in rank order from zero, of element q of the eight
 /// partial sums at `p` (the same offset in every CTA's shared memory): the split tiles' reduction.
@@ -158,16 +147,15 @@ __device__ __forceinline__ void peer_sum8(const T* p, T (&v)[8]) {
   for (int q = 0; q < 8; ++q) v[q] = T(0);
 #pragma unroll
   for (int r = 0; r < SPLIT; ++r) {
-    const auto lo = peer_load4(p, uint32_t(r));
-    const auto hi = peer_load4(p + 4, uint32_t(r));
-    v[0] += lo.x;
-    v[1] += lo.y;
-    v[2] += lo.z;
-    v[3] += lo.w;
-    v[4] += hi.x;
-    v[5] += hi.y;
-    v[6] += hi.z;
-    v[7] += hi.w;
+    const uint4 lo = peer_load4(p, uint32_t(r)), hi = peer_load4(p + 4, uint32_t(r));
+    v[0] += word_as(lo.x, T());
+    v[1] += word_as(lo.y, T());
+    v[2] += word_as(lo.z, T());
+    v[3] += word_as(lo.w, T());
+    v[4] += word_as(hi.x, T());
+    v[5] += word_as(hi.y, T());
+    v[6] += word_as(hi.z, T());
+    v[7] += word_as(hi.w, T());
   }
 }
 
