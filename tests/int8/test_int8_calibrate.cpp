@@ -307,6 +307,22 @@ TEST(Int8Calibration, TimedSearchTriesOnlyNodesThatSaveTime) {
   EXPECT_DOUBLE_EQ(t.ms, 0.98);
   EXPECT_EQ(t.timings, timed_plans);
   EXPECT_GE(t.timings, 3) << "fp16, then conv1 and conv3 in turn";
+  // A level at once: conv1 and conv2 share level 0 with add0; on this (fake) device either alone is
+  // slower than fp16 (conversions at its fp16 neighbour) and both together faster, so the one-node
+  // greedy alone would keep neither. The level is tried whole first and kept.
+  po.min_cosine = loose.all_int8_cosine + 0.05 * (loose.fp16_cosine - loose.all_int8_cosine);
+  po.int8_savings_ms = {{"conv1", 0.004}, {"conv2", 0.004}};
+  po.plan_ms = [&](const std::map<std::string, QuantAttrs>& q) {
+    const bool c1 = q.at("conv1").precision == Precision::Int8, c2 = q.at("conv2").precision == Precision::Int8;
+    return c1 && c2 ? 0.97 : (c1 || c2 ? 1.01 : 1.0);
+  };
+  const PrecisionPlan lv = search_int8_plan(cal, frames, po);
+  std::map<std::string, bool> lv8;
+  for (const PlanNode& n : lv.nodes) lv8[n.node] = n.int8;
+  EXPECT_TRUE(lv8["conv1"] && lv8["conv2"] && lv8["add0"]) << "level 0 (conv1, conv2, add0) not kept whole";
+  EXPECT_FALSE(lv8["conv0"] || lv8["conv3"] || lv8["conv4"]) << "a node that saves no time runs int8";
+  EXPECT_DOUBLE_EQ(lv.ms, 0.97);
+  EXPECT_GE(lv.cosine, po.min_cosine);
   // every plan slower than fp16: an error, not a plan
   po.plan_ms = [](const std::map<std::string, QuantAttrs>&) { return 1.0; };
   try {

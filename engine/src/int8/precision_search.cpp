@@ -3,6 +3,7 @@
 // equal to it on all-int8 plans).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "backends/cpu/int8_observer.h"
@@ -107,7 +108,8 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
 
   PrecisionPlan plan;
   plan.timed = !options.int8_savings_ms.empty();
-  std::vector<size_t> cand;  // indices into plan.nodes
+  std::vector<size_t> cand;        // indices into plan.nodes
+  std::vector<double> node_sites;  // per plan node: its output's sites on the frames (one level's nodes share it)
   for (const Node& n : g.nodes) {
     if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
     PlanNode p;
@@ -124,6 +126,7 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
       p.saving_ms = it == options.int8_savings_ms.end() ? 0.0 : it->second;
     }
     plan.total_macs += p.macs;
+    node_sites.push_back(sites);
     cand.push_back(plan.nodes.size());
     plan.nodes.push_back(p);
   }
@@ -182,18 +185,50 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
       return weight(x) > weight(y);
     });
     plan.cosine = plan.fp16_cosine;
-    for (size_t i : cand) {
-      std::set<std::string> trial = chosen;
-      trial.insert(plan.nodes[i].node);
+    // A trial plan is kept when it meets the bound and (by time) runs faster than the best so far.
+    auto keep_if_better = [&](const std::set<std::string>& trial) {
       const double c = eval(trial);
-      if (c < bound) continue;
+      if (c < bound) return;
       if (by_time) {
         const double t = time_plan(trial);
-        if (!(t < plan.ms - options.plan_ms_margin)) continue;
+        if (!(t < plan.ms - options.plan_ms_margin)) return;
         plan.ms = t;
       }
       chosen = trial;
       plan.cosine = c;
+    };
+    if (by_time) {
+      // Whole levels first: an int8 conv between fp16 ones pays for the conversions at both ends, so a
+      // level's candidates together with its Adds (the nodes whose outputs have the level's sites) can
+      // be faster where each alone is not. Levels in increasing sensitivity per ms saved.
+      std::map<double, std::vector<size_t>> level;
+      for (size_t i : cand) level[node_sites[i]].push_back(i);
+      std::vector<std::vector<size_t>> levels;
+      for (auto& [rows, members] : level) {
+        for (size_t i = 0; i < plan.nodes.size(); ++i)
+          if (plan.nodes[i].op == op_type_name(OpType::Add) && node_sites[i] == rows) members.push_back(i);
+        if (members.size() >= 2) levels.push_back(members);
+      }
+      auto per_ms = [&](const std::vector<size_t>& m) {
+        double sens = 0, ms = 0;
+        for (size_t i : m)
+          if (plan.nodes[i].saving_ms > 0.0) sens += plan.nodes[i].sensitivity, ms += plan.nodes[i].saving_ms;
+        return sens / ms;
+      };
+      std::stable_sort(levels.begin(), levels.end(), [&](const std::vector<size_t>& a, const std::vector<size_t>& b) {
+        return per_ms(a) < per_ms(b);
+      });
+      for (const std::vector<size_t>& m : levels) {
+        std::set<std::string> trial = chosen;
+        for (size_t i : m) trial.insert(plan.nodes[i].node);
+        keep_if_better(trial);
+      }
+    }
+    for (size_t i : cand) {
+      if (chosen.count(plan.nodes[i].node)) continue;
+      std::set<std::string> trial = chosen;
+      trial.insert(plan.nodes[i].node);
+      keep_if_better(trial);
     }
     SCN_CHECK(!plan.timed || !cand.empty(), g.source, ": no INT8 plan saves time: no node of the model runs faster ",
               "in int8 than in fp16 on the timed device; run the model in fp16");
