@@ -478,6 +478,19 @@ TEST(Int8CalibrateCli, MinCosineAndPoorAccuracyWarning) {
         << r.err;
     EXPECT_FALSE(std::ifstream(timed).good());
   }
+  // Timed on the GPU: without one, an error naming the model and the option; with one, a plan or the
+  // error that int8 does not pay there, as on the CPU.
+  r = scn_cli("calibrate " + model + " -o " + timed + frame + eval + " --min-cosine 0.99 --time-on cuda --quiet");
+  if (r.code != 0) {
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(model + ": "), std::string::npos) << r.err;
+    EXPECT_TRUE(r.err.find(": --time-on cuda: ") != std::string::npos ||
+                r.err.find("no INT8 plan saves time") != std::string::npos ||
+                r.err.find("runs faster than fp16 on the timed device") != std::string::npos)
+        << r.err;
+  } else {
+    EXPECT_NE(r.out.find("the int8 nodes save "), std::string::npos) << r.out;
+  }
 
   // Clipping at the median of |x| ruins the ranges: the plain run succeeds but warns.
   r = scn_cli("calibrate " + model + " -o " + out + frame + eval + " --method percentile --percentile 50 --quiet");

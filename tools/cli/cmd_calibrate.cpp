@@ -239,7 +239,7 @@ int run_calibrate(const CalibrateArgs& a) {
       try {
         po.int8_savings_ms = measure_int8_savings(cal, co, ef, d);
       } catch (const Error& e) {
-        SCN_FAIL("--time-on ", a.time_on, ": ", e.what());
+        SCN_FAIL(a.model, ": --time-on ", a.time_on, ": ", e.what());
       }
       std::printf("timed       int8 against fp16, per node, on %s with %s (%.1f s)\n", a.time_on.c_str(),
                   a.eval[0].c_str(), ms_since(tt) / 1000.0);
@@ -248,7 +248,7 @@ int run_calibrate(const CalibrateArgs& a) {
           return time_int8_plan(cal, attrs, ef, d, d.backend == Backend::Cuda ? 20 : 1,
                                 d.backend == Backend::Cuda ? 200 : 3);
         } catch (const Error& e) {
-          SCN_FAIL("--time-on ", a.time_on, ": ", e.what());
+          SCN_FAIL(a.model, ": --time-on ", a.time_on, ": ", e.what());
         }
       };
     }
