@@ -255,11 +255,10 @@ int run_calibrate(const CalibrateArgs& a) {
     const int64_t t0 = now_ns();
     const PrecisionPlan plan = search_int8_plan(cal, {ef}, po);
     print_plan(plan, a, ms_since(t0));
-    CalibrationOptions chosen = co;
-    chosen.explicit_int8 = true;
+    std::set<std::string> int8;
     for (const PlanNode& n : plan.nodes)
-      if (n.int8) chosen.int8_nodes.insert(n.node);
-    quant = cal.attributes(chosen, &rows);
+      if (n.int8) int8.insert(n.node);
+    quant = cal.attributes(with_int8_nodes(co, int8), &rows);
   } else {
     quant = cal.attributes(co, &rows);
   }

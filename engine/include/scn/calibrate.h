@@ -69,6 +69,11 @@ struct CalibrationOptions {
   std::set<std::string> int8_nodes;
 };
 
+/// True for the ops that carry a precision (SparseConvolution and Add): the nodes a plan runs int8 or fp16.
+bool has_precision(OpType op);
+/// `base` with exactly `nodes` in int8 and every other SparseConvolution / Add fp16 (explicit_int8).
+CalibrationOptions with_int8_nodes(const CalibrationOptions& base, const std::set<std::string>& nodes);
+
 /// One line of the calibration report.
 struct CalibrationRow {
   std::string node, op;

@@ -99,8 +99,8 @@ std::map<std::string, QuantAttrs> Calibrator::attributes(const CalibrationOption
     for (const std::string& name : names) {
       const auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.name == name; });
       SCN_CHECK(it != g.nodes.end(), g.source, ": ", option, ": no node named '", name, "'");
-      SCN_CHECK(it->op == OpType::SparseConv || it->op == OpType::Add, g.source, ": ", option, ": node '", name,
-                "' is a ", op_type_name(it->op), "; only SparseConvolution and Add nodes have a precision");
+      SCN_CHECK(has_precision(it->op), g.source, ": ", option, ": node '", name, "' is a ", op_type_name(it->op),
+                "; only SparseConvolution and Add nodes have a precision");
     }
   };
   if (o.explicit_int8)
@@ -114,7 +114,7 @@ std::map<std::string, QuantAttrs> Calibrator::attributes(const CalibrationOption
   for (size_t n = 0; n < nn; ++n) {
     const Node& node = g.nodes[n];
     if (o.explicit_int8) {
-      int8_node[n] = (node.op == OpType::SparseConv || node.op == OpType::Add) && o.int8_nodes.count(node.name);
+      int8_node[n] = has_precision(node.op) && o.int8_nodes.count(node.name);
     } else if (node.op == OpType::SparseConv) {
       int8_node[n] = !o.keep_fp16.count(node.name) && conv_index >= o.keep_fp16_first;
       ++conv_index;
@@ -140,8 +140,7 @@ std::map<std::string, QuantAttrs> Calibrator::attributes(const CalibrationOption
     if (is_output[size_t(root)] || readers[size_t(root)].empty()) return false;
     for (int r : readers[size_t(root)]) {
       const OpType op = g.nodes[size_t(r)].op;
-      const bool ok = ((op == OpType::SparseConv || op == OpType::Add) && int8_node[size_t(r)]) ||
-                      (op == OpType::ScatterDense && o.int8_scatter);
+      const bool ok = (has_precision(op) && int8_node[size_t(r)]) || (op == OpType::ScatterDense && o.int8_scatter);
       if (!ok) return false;
     }
     return true;

@@ -60,10 +60,19 @@ EngineBuilder with_int8_attributes(const EngineBuilder& model, const std::map<st
   return b;
 }
 
+bool has_precision(OpType op) { return op == OpType::SparseConv || op == OpType::Add; }
+
+CalibrationOptions with_int8_nodes(const CalibrationOptions& base, const std::set<std::string>& nodes) {
+  CalibrationOptions o = base;
+  o.explicit_int8 = true;
+  o.int8_nodes = nodes;
+  return o;
+}
+
 Int8NodeCount count_int8_nodes(const Graph& graph) {
   Int8NodeCount c;
   for (const Node& n : graph.nodes) {
-    if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
+    if (!has_precision(n.op)) continue;
     ++c.total;
     c.int8 += n.quant.precision == Precision::Int8;
   }

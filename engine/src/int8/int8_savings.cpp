@@ -11,6 +11,11 @@ namespace scn {
 
 namespace {
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// Per node: the median over `repeats` profiles of the summed step times that belong to it (every step
 /// but the kernel maps, the input and the densify, which run alike in both precisions; a Convert step
 /// belongs to the node that reads the converted value).
@@ -26,10 +31,7 @@ std::map<std::string, double> node_times(Engine& e, int repeats, const char* wha
     for (const auto& [node, ms] : sum) runs[node].push_back(ms);
   }
   std::map<std::string, double> med;
-  for (auto& [node, v] : runs) {
-    std::sort(v.begin(), v.end());
-    med[node] = v[v.size() / 2];
-  }
+  for (const auto& [node, v] : runs) med[node] = median(v);
   return med;
 }
 
@@ -43,9 +45,7 @@ double time_int8_plan(Calibrator& cal, const std::map<std::string, QuantAttrs>& 
   o.precision = Precision::Int8;
   std::unique_ptr<Engine> e = with_int8_attributes(cal.model(), attributes).build(o);
   e->set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
-  std::vector<double> ms = e->time_forward(warmup, runs);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return median(e->time_forward(warmup, runs));
 }
 
 std::map<std::string, double> measure_int8_savings(Calibrator& cal, const CalibrationOptions& calibration,
@@ -53,12 +53,10 @@ std::map<std::string, double> measure_int8_savings(Calibrator& cal, const Calibr
                                                    int repeats) {
   const Graph& g = cal.graph();
   SCN_CHECK(repeats >= 1, g.source, ": measure_int8_savings needs at least one profile, got ", repeats);
-  CalibrationOptions all = calibration;
-  all.explicit_int8 = true;
-  all.int8_nodes.clear();
+  std::set<std::string> all;
   for (const Node& n : g.nodes)
-    if (n.op == OpType::SparseConv || n.op == OpType::Add) all.int8_nodes.insert(n.name);
-  const EngineBuilder model = with_int8_attributes(cal.model(), cal.attributes(all));
+    if (has_precision(n.op)) all.insert(n.name);
+  const EngineBuilder model = with_int8_attributes(cal.model(), cal.attributes(with_int8_nodes(calibration, all)));
   std::map<std::string, double> t[2];
   const Precision precisions[2] = {Precision::Fp16, Precision::Int8};
   for (int k = 0; k < 2; ++k) {
@@ -70,7 +68,7 @@ std::map<std::string, double> measure_int8_savings(Calibrator& cal, const Calibr
     t[k] = node_times(*e, repeats, k == 0 ? "fp16" : "int8");
   }
   std::map<std::string, double> saving;
-  for (const std::string& n : all.int8_nodes) {
+  for (const std::string& n : all) {
     const auto a = t[0].find(n), b = t[1].find(n);
     saving[n] = (a == t[0].end() ? 0.0 : a->second) - (b == t[1].end() ? 0.0 : b->second);
   }

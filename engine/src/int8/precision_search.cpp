@@ -54,12 +54,7 @@ class PlanEvaluator {
   /// Sites (summed over the frames) of every value.
   double rows(int value) const { return rows_[size_t(value)]; }
 
-  CalibrationOptions options(const std::set<std::string>& int8) const {
-    CalibrationOptions o = base_;
-    o.explicit_int8 = true;
-    o.int8_nodes = int8;
-    return o;
-  }
+  CalibrationOptions options(const std::set<std::string>& int8) const { return with_int8_nodes(base_, int8); }
 
   /// The smallest output cosine over every frame of the plan running `int8` nodes in int8.
   double operator()(const std::set<std::string>& int8) {
@@ -111,7 +106,7 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
   std::vector<size_t> cand;        // indices into plan.nodes
   std::vector<double> node_sites;  // per plan node: its output's sites on the frames (one level's nodes share it)
   for (const Node& n : g.nodes) {
-    if (n.op != OpType::SparseConv && n.op != OpType::Add) continue;
+    if (!has_precision(n.op)) continue;
     PlanNode p;
     p.node = n.name;
     p.op = op_type_name(n.op);
