@@ -56,14 +56,22 @@ class PlanEvaluator {
 
   CalibrationOptions options(const std::set<std::string>& int8) const { return with_int8_nodes(base_, int8); }
 
+  /// The INT8 attributes of the plan running `int8` nodes in int8.
+  std::map<std::string, QuantAttrs> attributes(const std::set<std::string>& int8) const {
+    return cal_.attributes(options(int8));
+  }
+
   /// The smallest output cosine over every frame of the plan running `int8` nodes in int8.
-  double operator()(const std::set<std::string>& int8) {
+  double operator()(const std::set<std::string>& int8) { return cosine_of(attributes(int8)); }
+
+  /// The same for a plan's attributes.
+  double cosine_of(const std::map<std::string, QuantAttrs>& quant) {
     ++evaluations;
     BuildOptions i8;
     i8.backend = Backend::Cpu;
     i8.precision = Precision::Int8;
     i8.num_threads = cal_.num_threads();
-    std::unique_ptr<Engine> e = with_int8_attributes(cal_.model(), cal_.attributes(options(int8))).build(i8);
+    std::unique_ptr<Engine> e = with_int8_attributes(cal_.model(), quant).build(i8);
     double worst = 1.0;
     for (size_t k = 0; k < frames_.size(); ++k) {
       const CalibrationFrame& f = frames_[k];
@@ -133,10 +141,11 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
   plan.all_int8_cosine = eval(all);
   std::set<std::string> chosen;
   const bool by_time = plan.timed && bool(options.plan_ms);
-  auto time_plan = [&](const std::set<std::string>& int8) {
+  auto time_attributes = [&](const std::map<std::string, QuantAttrs>& quant) {
     ++plan.timings;
-    return options.plan_ms(cal.attributes(eval.options(int8)));
+    return options.plan_ms(quant);
   };
+  auto time_plan = [&](const std::set<std::string>& int8) { return time_attributes(eval.attributes(int8)); };
   if (by_time) plan.fp16_ms = plan.ms = time_plan({});
   // A search by plan time takes the all-int8 plan only when it is also faster than fp16.
   bool take_all = plan.all_int8_cosine >= bound;
@@ -182,10 +191,11 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
     plan.cosine = plan.fp16_cosine;
     // A trial plan is kept when it meets the bound and (by time) runs faster than the best so far.
     auto keep_if_better = [&](const std::set<std::string>& trial) {
-      const double c = eval(trial);
+      const std::map<std::string, QuantAttrs> quant = eval.attributes(trial);  // once for both measurements
+      const double c = eval.cosine_of(quant);
       if (c < bound) return;
       if (by_time) {
-        const double t = time_plan(trial);
+        const double t = time_attributes(quant);
         if (!(t < plan.ms - options.plan_ms_margin)) return;
         plan.ms = t;
       }
@@ -240,7 +250,7 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
     if (p.int8) plan.int8_macs += p.macs;
     if (p.int8) plan.int8_saving_ms += p.saving_ms;
   }
-  plan.attributes = cal.attributes(eval.options(chosen));
+  plan.attributes = eval.attributes(chosen);
   plan.evaluations = eval.evaluations;
   return plan;
 }
