@@ -323,6 +323,46 @@ TEST(Int8Calibration, TimedSearchTriesOnlyNodesThatSaveTime) {
   EXPECT_FALSE(lv8["conv0"] || lv8["conv3"] || lv8["conv4"]) << "a node that saves no time runs int8";
   EXPECT_DOUBLE_EQ(lv.ms, 0.97);
   EXPECT_GE(lv.cosine, po.min_cosine);
+  // A run shorter than the level: conv0 saves step time too, but (on this fake device) costs more in a
+  // plan than the conv1-conv2 pair saves, so the level whole (conv0, conv1, conv2, add0) is slower than
+  // fp16; the run conv1-conv2 is faster and kept; longer runs and conv0 alone then gain nothing.
+  po.int8_savings_ms = {{"conv0", 0.004}, {"conv1", 0.004}, {"conv2", 0.004}};
+  int run_timings = 0;
+  po.plan_ms = [&](const std::map<std::string, QuantAttrs>& q) {
+    ++run_timings;
+    const bool c0 = q.at("conv0").precision == Precision::Int8, c1 = q.at("conv1").precision == Precision::Int8,
+               c2 = q.at("conv2").precision == Precision::Int8;
+    return 1.0 + (c0 ? 0.05 : 0.0) + (c1 && c2 ? -0.03 : (c1 || c2 ? 0.01 : 0.0));
+  };
+  const PrecisionPlan run = search_int8_plan(cal, frames, po);
+  std::map<std::string, bool> run8;
+  for (const PlanNode& n : run.nodes) run8[n.node] = n.int8;
+  EXPECT_TRUE(run8["conv1"] && run8["conv2"]) << "the run conv1-conv2 not kept";
+  EXPECT_FALSE(run8["conv0"]) << "conv0 costs time in a plan, kept int8";
+  EXPECT_DOUBLE_EQ(run.ms, 0.97);
+  EXPECT_GE(run.cosine, po.min_cosine);
+  EXPECT_EQ(run.timings, run_timings);
+  EXPECT_GE(run.timings, 4) << "fp16, the level, then at least the runs conv0-conv1 and conv1-conv2";
+  EXPECT_EQ(run.runs_skipped, 0) << "a bound near all-int8 leaves room for every run";
+  // A bound that leaves 3e-5 of cosine (on these frames conv2 alone loses ~5e-4, conv0 ~2e-5, conv1
+  // ~6e-6): the four runs with conv2 sum past twice that and are not evaluated; conv0-conv1 is. On a
+  // device where every int8 node pays, the plan keeps only nodes within the bound.
+  const double s0 = run.nodes[0].sensitivity, s1 = run.nodes[1].sensitivity, s2 = run.nodes[2].sensitivity;
+  ASSERT_TRUE(s2 > 2 * 3e-5 && s0 + s1 < 2 * 3e-5) << "the frames no longer give this test's sensitivities";
+  po.min_cosine = run.fp16_cosine - 3e-5;
+  po.plan_ms = [](const std::map<std::string, QuantAttrs>& q) {
+    double ms = 1.0;
+    for (const auto& [node, attrs] : q) ms -= attrs.precision == Precision::Int8 ? 0.01 : 0.0;
+    return ms;
+  };
+  const PrecisionPlan tight = search_int8_plan(cal, frames, po);
+  EXPECT_EQ(tight.runs_skipped, 4) << "conv0-conv1-conv2, conv1-conv2-add0, conv1-conv2 and conv2-add0";
+  std::map<std::string, bool> tight8;
+  for (const PlanNode& n : tight.nodes) tight8[n.node] = n.int8;
+  EXPECT_FALSE(tight8["conv2"]) << "conv2 alone exceeds the bound";
+  EXPECT_TRUE(tight8["conv1"]) << "the least sensitive node fits and pays";
+  EXPECT_GE(tight.cosine, po.min_cosine);
+  po.min_cosine = loose.all_int8_cosine + 0.05 * (loose.fp16_cosine - loose.all_int8_cosine);
   // every plan slower than fp16: an error, not a plan
   po.plan_ms = [](const std::map<std::string, QuantAttrs>&) { return 1.0; };
   try {

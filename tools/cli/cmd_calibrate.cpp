@@ -124,8 +124,9 @@ void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
   if (p.timed)
     std::printf(
         "plan        the int8 nodes save %.1f us of step time on %s (their measured savings, summed); forward "
-        "%.4f ms against %.4f ms all fp16 (%d plans timed)\n",
-        1000.0 * p.int8_saving_ms, a.time_on.c_str(), p.ms, p.fp16_ms, p.timings);
+        "%.4f ms against %.4f ms all fp16 (%d plans timed; %d runs of a level skipped by their summed "
+        "losses)\n",
+        1000.0 * p.int8_saving_ms, a.time_on.c_str(), p.ms, p.fp16_ms, p.timings, p.runs_skipped);
 }
 
 }  // namespace

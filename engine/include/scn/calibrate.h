@@ -211,6 +211,9 @@ struct PrecisionPlan {
   double fp16_ms = 0.0;         ///< with plan_ms: the all-fp16 plan's forward time
   double ms = 0.0;              ///< with plan_ms: the chosen plan's forward time
   int timings = 0;              ///< plans timed with plan_ms
+  /// With plan_ms: runs of a level's nodes not evaluated, their single-node losses summing past twice
+  /// what the bound leaves (search_int8_plan)
+  int runs_skipped = 0;
   int evaluations = 0;          ///< INT8 engines run (one per plan tried)
 };
 
@@ -218,11 +221,17 @@ struct PrecisionPlan {
 /// FP32 is >= options.min_cosine on every output of every frame, keeping as many MACs int8 as the
 /// greedy search finds (or, with options.int8_savings_ms, as much saved time): the all-int8 plan when
 /// it meets the bound; else, from the all-fp16 plan, nodes are added one at a time in increasing
-/// sensitivity per MAC (per ms saved), each kept when the plan still meets the bound. Throws
+/// sensitivity per MAC (per ms saved), each kept when the plan still meets the bound (with plan_ms:
+/// and runs faster; whole levels are tried first, then runs of a level's consecutive nodes). Throws
 /// scn::Error (with the measured cosines) when no plan with an int8 node meets the bound: the
 /// all-fp16 plan is below it, or no single node (that saves time) can be int8.
 PrecisionPlan search_int8_plan(Calibrator& calibrator, const std::vector<CalibrationFrame>& eval_frames,
                                const PrecisionSearchOptions& options);
+
+/// The median forward time (ms, Engine::time_forward after `warmup` forwards) of the calibrator's model
+/// with `attributes`, built with `device` in int8 and bound to `frame`: PrecisionSearchOptions::plan_ms.
+double time_int8_plan(Calibrator& calibrator, const std::map<std::string, QuantAttrs>& attributes,
+                      const CalibrationFrame& frame, const BuildOptions& device, int warmup = 20, int runs = 200);
 
 /// The time each SparseConvolution / Add node saves in int8 on `device` (its backend, GPU, options):
 /// the calibrator's model with every node int8 (ranges from `calibration`) is built twice with that
@@ -231,11 +240,6 @@ PrecisionPlan search_int8_plan(Calibrator& calibrator, const std::vector<Calibra
 /// fused Add and ReLU, or its own Add step, and the Convert steps before it), and its saving is the
 /// fp16 time minus the int8 time (ms; may be negative). Throws scn::Error naming the backend when it
 /// gives no per-step times or cannot build the engines (e.g. Backend::Cuda without a GPU).
-/// The median forward time (ms, Engine::time_forward after `warmup` forwards) of the calibrator's model
-/// with `attributes`, built with `device` in int8 and bound to `frame`: PrecisionSearchOptions::plan_ms.
-double time_int8_plan(Calibrator& calibrator, const std::map<std::string, QuantAttrs>& attributes,
-                      const CalibrationFrame& frame, const BuildOptions& device, int warmup = 20, int runs = 200);
-
 std::map<std::string, double> measure_int8_savings(Calibrator& calibrator, const CalibrationOptions& calibration,
                                                    const CalibrationFrame& frame, const BuildOptions& device,
                                                    int repeats = 5);

@@ -3,6 +3,7 @@
 // equal to it on all-int8 plans).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -218,15 +219,40 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
         double sens = 0, ms = 0;
         for (size_t i : m)
           if (plan.nodes[i].saving_ms > 0.0) sens += plan.nodes[i].sensitivity, ms += plan.nodes[i].saving_ms;
-        return sens / ms;
+        return ms > 0 ? sens / ms : std::numeric_limits<double>::infinity();
       };
       std::stable_sort(levels.begin(), levels.end(), [&](const std::vector<size_t>& a, const std::vector<size_t>& b) {
         return per_ms(a) < per_ms(b);
       });
-      for (const std::vector<size_t>& m : levels) {
+      auto try_members = [&](const std::vector<size_t>& m) {
         std::set<std::string> trial = chosen;
         for (size_t i : m) trial.insert(plan.nodes[i].node);
-        keep_if_better(trial);
+        if (trial != chosen) keep_if_better(trial);
+      };
+      for (const std::vector<size_t>& m : levels) try_members(m);
+      // Then runs shorter than a level: two or more consecutive members (graph order, its Adds among
+      // them), where a level whole misses the bound or runs slower (e.g. its most sensitive conv), yet
+      // some of its neighbours together pay for their conversions. Sensitivities roughly add, so a run
+      // whose single-node losses already sum past twice what the bound leaves is not evaluated.
+      std::vector<std::vector<size_t>> runs;
+      for (std::vector<size_t> m : levels) {
+        std::sort(m.begin(), m.end());  // plan.nodes follow the graph's node order
+        for (size_t len = m.size() - 1; len >= 2; --len)
+          for (size_t at = 0; at + len <= m.size(); ++at)
+            runs.emplace_back(m.begin() + std::ptrdiff_t(at), m.begin() + std::ptrdiff_t(at + len));
+      }
+      std::stable_sort(runs.begin(), runs.end(), [&](const std::vector<size_t>& a, const std::vector<size_t>& b) {
+        return per_ms(a) < per_ms(b);
+      });
+      for (const std::vector<size_t>& r : runs) {
+        double loss = 0;
+        for (size_t i : r)
+          if (!chosen.count(plan.nodes[i].node)) loss += std::max(0.0, plan.nodes[i].sensitivity);
+        if (loss > 2.0 * (plan.cosine - bound)) {
+          ++plan.runs_skipped;
+          continue;
+        }
+        try_members(r);
       }
     }
     for (size_t i : cand) {
