@@ -25,6 +25,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -36,6 +37,7 @@
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/tile_choice.h"
 #include "core/half.h"
+#include "cuda/device_site_set.h"
 #include "plan/int8_arith.h"
 #include "scn/error.h"
 #include "scn/tensor.h"
@@ -83,32 +85,21 @@ struct Buf {
   }
 };
 
-/// A site set with its buffers (bitmap, ranks, perm, coords, count).
-struct Sites {
-  SiteIndex s;
-  Buf bits, rank_local, rank_block, perm, coords, count;
-  Sites(int s0, int s1, int s2, int64_t cap, bool with_perm)
-      : bits(words(s0, s1, s2) * 8),
-        rank_local(words(s0, s1, s2) * 2),
-        rank_block(size_t(rank_blocks(int64_t(words(s0, s1, s2)))) * 4),
-        perm(with_perm ? size_t(cap) * 4 : 16),
-        coords(size_t(cap) * 16),
-        count(4) {
-    s.bits = bits.as<uint64_t>();
-    s.rank_local = rank_local.as<uint16_t>();
-    s.rank_block = rank_block.as<uint32_t>();
-    s.perm = with_perm ? perm.as<int32_t>() : nullptr;
-    s.coords = coords.as<int4>();
-    s.count = count.as<int>();
-    s.words = int64_t(words(s0, s1, s2));
-    s.cap = cap;
-    s.s0 = s0;
-    s.s1 = s1;
-    s.s2 = s2;
-    s.batch = 1;
-    CK(cudaMemset(bits.p, 0, bits.bytes));
+/// A site set over an s0 x s1 x s2 grid (one frame) with its buffers, its bitmap cleared.
+struct Sites : cudatest::DeviceSiteSet {
+  Sites(int s0, int s1, int s2, int64_t cap, bool with_perm) : DeviceSiteSet({1, s0, s1, s2}, cap, with_perm) {
+    if (!ok()) {
+      std::fprintf(stderr, "offset_split_check: out of device memory for a %dx%dx%d site set\n", s0, s1, s2);
+      std::exit(1);
+    }
+    CK(cudaMemset(bits.p, 0, size_t(s.words) * 8));
   }
-  static size_t words(int s0, int s1, int s2) { return (size_t(s0) * s1 * s2 + 63) / 64; }
+  /// The device row count.
+  int rows() const {
+    int n = 0;
+    CK(cudaMemcpy(&n, count.p, sizeof n, cudaMemcpyDeviceToHost));
+    return n;
+  }
 };
 
 std::vector<uint16_t> random_halves(size_t n, float scale, std::mt19937& rng) {
@@ -624,7 +615,7 @@ int main(int argc, char** argv) {
     const std::vector<ErrSlot> e0 = err0.down<ErrSlot>(kNumErrKinds), e1 = err1.down<ErrSlot>(kNumErrKinds);
     for (int k = 0; k < kNumErrKinds; ++k)
       SCN_CHECK(e0[size_t(k)].hits == 0 && e1[size_t(k)].hits == 0, "site construction reported error kind ", k);
-    const int n1 = s1.count.down<int>(1)[0];
+    const int n1 = s1.rows();
     SCN_CHECK(n1 > 0 && n1 <= cap1, "level-1 site count ", n1, " outside (0, ", cap1, "]");
     Buf x1(size_t(n1) * 64);
     const std::vector<uint16_t> f1 = random_halves(size_t(n1) * 32, 1.f, rng);
@@ -641,7 +632,7 @@ int main(int argc, char** argv) {
       p.cin = cin;
       p.cout = cout;
       p.d_map = map.as<int32_t>();
-      p.d_count = out.count.as<int>();
+      p.d_count = out.count.p;
       p.map = map.down<int32_t>(size_t(n) * kK);
       p.x = x;
       p.d_x = d_x.p;
@@ -668,7 +659,7 @@ int main(int argc, char** argv) {
     CK(cudaStreamSynchronize(st));
     const std::vector<ErrSlot> e2 = err2.down<ErrSlot>(kNumErrKinds);
     for (int k = 0; k < kNumErrKinds; ++k) SCN_CHECK(e2[size_t(k)].hits == 0, "level-2 sites reported error kind ", k);
-    const int n2 = s2.count.down<int>(1)[0];
+    const int n2 = s2.rows();
     SCN_CHECK(n2 > 0 && n2 <= cap2, "level-2 site count ", n2, " outside (0, ", cap2, "]");
     const Problem p12 = problem("strided 32-64", n2, cap2, 32, 64, map12, s2, p1.x, x1);
 

@@ -18,6 +18,7 @@
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
+#include "cuda/device_site_set.h"
 
 namespace scn::cuda {
 namespace {
@@ -65,38 +66,28 @@ void run_case(const InputCase& c, int sms, cudaStream_t st) {
   for (auto& f : feat) f = __float2half_rn(val(rng));
 
   const int64_t guard = 4;  // words past the bitmap that must keep their stale value
-  Dev<uint64_t> bits(size_t(words + guard));
+  cudatest::DeviceSiteSet set({c.batch, c.s0, c.s1, c.s2}, c.rows, false, guard);
+  ASSERT_EQ(set.s.words, words);
   Dev<int32_t> d_idx(idx.size());
   Dev<__half> d_feat(feat.size()), out(size_t(c.rows) * cp);
-  Dev<int4> coords(size_t(c.rows));
-  Dev<int> count(1);
   Dev<ErrSlot> err(kNumErrKinds);
-  ASSERT_TRUE(bits.p && d_idx.p && d_feat.p && out.p && coords.p && count.p && err.p);
+  ASSERT_TRUE(set.ok() && d_idx.p && d_feat.p && out.p && err.p);
+  const SiteIndex& s = set.s;
   std::vector<uint64_t> stale(size_t(words + guard), kStale);
-  CUDA_OK(cudaMemcpy(bits.p, stale.data(), stale.size() * 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(set.bits.p, stale.data(), stale.size() * 8, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_idx.p, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_feat.p, feat.data(), feat.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(count.p, &c.rows, sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(set.count.p, &c.rows, sizeof(int), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(out.p, 0xFF, size_t(c.rows) * cp * 2));  // padding must come back zero
   std::vector<ErrSlot> none(kNumErrKinds, ErrSlot{0, LLONG_MAX, 0, 0});
   CUDA_OK(cudaMemcpy(err.p, none.data(), sizeof(ErrSlot) * kNumErrKinds, cudaMemcpyHostToDevice));
 
-  SiteIndex s;
-  s.bits = bits.p;
-  s.coords = coords.p;
-  s.count = count.p;
-  s.words = words;
-  s.cap = c.rows;
-  s.s0 = c.s0;
-  s.s1 = c.s1;
-  s.s2 = c.s2;
-  s.batch = c.batch;
   launch_clear_bits(s, sms, st);
   launch_input_sites_features(d_idx.p, d_feat.p, false, c.channels, cp, out.p, s, err.p, sms, st, true);
   CUDA_OK(cudaStreamSynchronize(st));
 
   std::vector<uint64_t> got(size_t(words + guard));
-  CUDA_OK(cudaMemcpy(got.data(), bits.p, got.size() * 8, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got.data(), set.bits.p, got.size() * 8, cudaMemcpyDeviceToHost));
   int64_t wrong = 0;
   for (int64_t w = 0; w < words; ++w) wrong += got[size_t(w)] != want_bits[size_t(w)];
   EXPECT_EQ(wrong, 0) << "bitmap words differing from the input's sites";
@@ -114,7 +105,7 @@ void run_case(const InputCase& c, int sms, cudaStream_t st) {
     }
   EXPECT_EQ(bad, 0) << "feature values differing from the input (padding must be +0)";
   std::vector<int4> got_coords(size_t(c.rows));
-  CUDA_OK(cudaMemcpy(got_coords.data(), coords.p, got_coords.size() * sizeof(int4), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got_coords.data(), set.coords.p, got_coords.size() * sizeof(int4), cudaMemcpyDeviceToHost));
   for (int i = 0; i < c.rows; ++i) {
     const int4 r = got_coords[size_t(i)];
     ASSERT_TRUE(r.x == idx[size_t(i) * 4] && r.y == idx[size_t(i) * 4 + 1] && r.z == idx[size_t(i) * 4 + 2] &&

@@ -15,6 +15,7 @@
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
+#include "cuda/device_site_set.h"
 #include "plan/arena_layout.h"
 
 namespace scn::cuda {
@@ -84,32 +85,16 @@ TEST(CudaSiteOrder, PermutationIsAStableSortOfTheBitmapOrderByNeighbourRowKey) {
     std::vector<uint64_t> bits(static_cast<size_t>(words), 0);
     for (size_t i = 0; i < cells; ++i)
       if (h.occupied[i]) bits[i / 64] |= uint64_t(1) << (i % 64);
-    Dev<uint64_t> d_bits{static_cast<size_t>(words)};
-    Dev<uint16_t> d_local{static_cast<size_t>(words)};
-    Dev<uint32_t> d_block{static_cast<size_t>(rank_blocks(words))};
-    Dev<int32_t> d_perm{static_cast<size_t>(cap)};
-    Dev<int4> d_coords{static_cast<size_t>(cap)}, d_by_rank{static_cast<size_t>(cap)};
-    Dev<int> d_count(1);
+    cudatest::DeviceSiteSet set({h.batch, h.s0, h.s1, h.s2}, cap, true);
+    ASSERT_EQ(set.s.words, words);
+    Dev<int4> d_by_rank{static_cast<size_t>(cap)};
     Dev<uint8_t> d_keys{static_cast<size_t>(cap)};
     Dev<uint32_t> d_hist{static_cast<size_t>((site_order_blocks(cap) + 1) * kSiteOrderBuckets)};  // as the arena
     Dev<ErrSlot> d_err(kNumErrKinds);
-    ASSERT_TRUE(d_bits.p && d_local.p && d_block.p && d_perm.p && d_coords.p && d_by_rank.p && d_count.p && d_keys.p &&
-                d_hist.p && d_err.p);
-    CUDA_OK(cudaMemcpy(d_bits.p, bits.data(), bits.size() * 8, cudaMemcpyHostToDevice));
+    ASSERT_TRUE(set.ok() && d_by_rank.p && d_keys.p && d_hist.p && d_err.p);
+    CUDA_OK(cudaMemcpy(set.bits.p, bits.data(), bits.size() * 8, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(d_err.p, 0, sizeof(ErrSlot) * kNumErrKinds));
-    SiteIndex s;
-    s.bits = d_bits.p;
-    s.rank_local = d_local.p;
-    s.rank_block = d_block.p;
-    s.perm = d_perm.p;
-    s.coords = d_coords.p;
-    s.count = d_count.p;
-    s.words = words;
-    s.cap = cap;
-    s.s0 = h.s0;
-    s.s1 = h.s1;
-    s.s2 = h.s2;
-    s.batch = h.batch;
+    const SiteIndex& s = set.s;
     SiteOrderBuffers t;
     t.coords_by_rank = d_by_rank.p;
     t.keys = d_keys.p;
@@ -119,12 +104,12 @@ TEST(CudaSiteOrder, PermutationIsAStableSortOfTheBitmapOrderByNeighbourRowKey) {
     CUDA_OK(cudaDeviceSynchronize());
 
     int count = 0;
-    CUDA_OK(cudaMemcpy(&count, d_count.p, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&count, set.count.p, sizeof(int), cudaMemcpyDeviceToHost));
     ASSERT_EQ(count, n) << "density " << density;
     std::vector<int32_t> perm(static_cast<size_t>(n));
     std::vector<int4> coords(static_cast<size_t>(n));
-    CUDA_OK(cudaMemcpy(perm.data(), d_perm.p, perm.size() * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(coords.data(), d_coords.p, coords.size() * sizeof(int4), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(perm.data(), set.perm.p, perm.size() * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(coords.data(), set.coords.p, coords.size() * sizeof(int4), cudaMemcpyDeviceToHost));
     int64_t perm_bad = 0, coord_bad = 0;
     for (int64_t r = 0; r < n; ++r) {
       if (perm[size_t(r)] != expect_perm[size_t(r)]) {

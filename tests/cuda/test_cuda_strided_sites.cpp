@@ -17,6 +17,7 @@
 #include "backends/cuda/kernels.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
+#include "cuda/device_site_set.h"
 
 namespace scn::cuda {
 namespace {
@@ -26,36 +27,8 @@ namespace {
 template <class T>
 using Dev = cudatest::DeviceBuffer<T>;
 
-struct Grid {
-  int batch, s0, s1, s2;
-  int64_t cells() const { return int64_t(batch) * s0 * s1 * s2; }
-  int64_t words() const { return (cells() + 63) / 64; }
-};
-
-/// A device site set over `grid` with room for `cap` rows (bits, ranks, coordinates, count).
-struct DevSet {
-  Dev<uint64_t> bits;
-  Dev<uint16_t> local;
-  Dev<uint32_t> block;
-  Dev<int4> coords;
-  Dev<int> count{1};
-  SiteIndex s;
-  DevSet(const Grid& g, int64_t cap)
-      : bits(size_t(g.words())), local(size_t(g.words())), block(size_t(rank_blocks(g.words()))), coords(size_t(cap)) {
-    s.bits = bits.p;
-    s.rank_local = local.p;
-    s.rank_block = block.p;
-    s.coords = coords.p;
-    s.count = count.p;
-    s.words = g.words();
-    s.cap = cap;
-    s.s0 = g.s0;
-    s.s1 = g.s1;
-    s.s2 = g.s2;
-    s.batch = g.batch;
-  }
-  bool ok() const { return bits.p && local.p && block.p && coords.p && count.p; }
-};
+using Grid = cudatest::SiteGrid;
+using DevSet = cudatest::DeviceSiteSet;
 
 int out_size(int in, int k, int st, int p, int d) { return (in + 2 * p - d * (k - 1) - 1) / st + 1; }
 
@@ -155,8 +128,8 @@ TEST(CudaStridedSites, FromBitmapEqualsTheRuleAndTheAtomicMarking) {
       std::vector<uint32_t> block(size_t(rank_blocks(out.words())));
       int count = -1;
       CUDA_OK(cudaMemcpy(bits.data(), d->bits.p, bits.size() * 8, cudaMemcpyDeviceToHost));
-      CUDA_OK(cudaMemcpy(local.data(), d->local.p, local.size() * 2, cudaMemcpyDeviceToHost));
-      CUDA_OK(cudaMemcpy(block.data(), d->block.p, block.size() * 4, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(local.data(), d->rank_local.p, local.size() * 2, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(block.data(), d->rank_block.p, block.size() * 4, cudaMemcpyDeviceToHost));
       CUDA_OK(cudaMemcpy(&count, d->count.p, sizeof(int), cudaMemcpyDeviceToHost));
       EXPECT_EQ(count, expect_n) << who;
       int64_t bad = 0, rank = 0;
