@@ -725,8 +725,15 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           if (col < a.cout) {
             int sum[8];
             peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, sum);
+            // the unsplit tiles' per-column value, written out as there (a shared helper reshuffled the int8
+            // tiles' registers, +-8 per kernel; session 29)
 #pragma unroll
-            for (int q = 0; q < 8; ++q) v[q] = q_conv_act<MODE>(sum[q], a, qe, col + q);
+            for (int q = 0; q < 8; ++q) {
+              const int cq = col + q;
+              const float mul = cq < a.cout_w ? qe.mult[cq] : 0.f;
+              const float b = cq < a.cout_w ? a.bias[cq] : 0.f;
+              v[q] = apply_act(q_conv_value(sum[q], mul, b), a.act, a.alpha);
+            }
           } else {
 #pragma unroll
             for (int q = 0; q < 8; ++q) v[q] = 0.f;
@@ -744,13 +751,20 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           if (row >= n || col >= a.cout_p) continue;
           float v[8];
           peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, v);
-          alignas(16) __half out[8];  // half(act(acc + bias)), 0 beyond cout, as the unsplit tiles' pass 1
+          // store8_residual_relu's roundings, written out: calling it moved the residual load after the math
+          // and cost the split tiles 7-15 registers and ~1 us per level-3 conv (benchmarks.md, session 29)
+          alignas(16) __half rr[8];
+          if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
+          alignas(16) __half out[8];
 #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int cq = col + q;
-            out[q] = __float2half_rn(cq < a.cout ? apply_act(v[q] + a.bias[cq], a.act, a.alpha) : 0.f);
+            float f = cq < a.cout ? __half2float(__float2half_rn(apply_act(v[q] + a.bias[cq], a.act, a.alpha))) : 0.f;
+            if (res) f = __half2float(__float2half_rn(f + __half2float(rr[q])));
+            if (a.relu_after) f = f > 0.f ? f : 0.f;
+            out[q] = __float2half_rn(f);
           }
-          store8_residual_relu(y, res, row * a.cout_p + col, a.relu_after, out);
+          *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(out);
         }
       }
       cluster_sync();  // peers are done reading this CTA's partial sums
@@ -764,11 +778,20 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         for (int j = 0; j < T::NT; ++j) {
           const int cl = wn * T::WN + j * 8 + (lane & 3) * 2;
           const int col = n0 + cl;
+          const float b0 = col < a.cout_w ? a.bias[col] : 0.f;
+          const float b1 = col + 1 < a.cout_w ? a.bias[col + 1] : 0.f;
+          float mul0 = 0.f, mul1 = 0.f;
+          if constexpr (MODE == kI8) {
+            mul0 = col < a.cout_w ? qe.mult[col] : 0.f;
+            mul1 = col + 1 < a.cout_w ? qe.mult[col + 1] : 0.f;
+          }
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int rl = wm * T::WM + i * 16 + (lane >> 2) + h * 8;
-            *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) = make_float2(
-                q_conv_act<MODE>(acc[i][j][2 * h], a, qe, col), q_conv_act<MODE>(acc[i][j][2 * h + 1], a, qe, col + 1));
+            const float y0 = q_conv_value(acc[i][j][2 * h], mul0, b0);
+            const float y1 = q_conv_value(acc[i][j][2 * h + 1], mul1, b1);
+            *reinterpret_cast<float2*>(sRed + rl * T::LDR + cl) =
+                make_float2(apply_act(y0, a.act, a.alpha), apply_act(y1, a.act, a.alpha));
           }
         }
       __syncthreads();

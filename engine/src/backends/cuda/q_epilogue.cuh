@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels.h"
 
 namespace scn::cuda {
@@ -21,15 +20,6 @@ __device__ __forceinline__ float q_conv_value(int acc, float mult, float bias) {
   return __fadd_rn(__fmul_rn(__int2float_rn(acc), mult), bias);
 }
 __device__ __forceinline__ float q_conv_value(float acc, float /*mult*/, float bias) { return acc + bias; }
-
-/// act(q_conv_value) of output column `col` from its accumulator: its bias and (int8 operands) its
-/// multiplier, both 0 at or past the weights' columns (a.cout_w). The tiles' epilogue, split or not.
-template <int MODE, typename Acc>
-__device__ __forceinline__ float q_conv_act(Acc acc, const ConvArgs& a, const QEpilogue& qe, int col) {
-  const bool in_w = col < a.cout_w;
-  const float mult = MODE == kI8 && in_w ? qe.mult[col] : 0.f;
-  return apply_act(q_conv_value(acc, mult, in_w ? a.bias[col] : 0.f), a.act, a.alpha);
-}
 
 /// docs/int8.md quantize(): one float32 product, round half to even (NaN -> 0), clamp to +-127.
 __device__ __forceinline__ int quantize8(float x, float inv) {
