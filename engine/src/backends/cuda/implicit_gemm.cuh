@@ -725,8 +725,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           if (col < a.cout) {
             int sum[8];
             peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, sum);
-            // the unsplit tiles' per-column value, written out as there (a shared helper reshuffled the int8
-            // tiles' registers, +-8 per kernel; session 29)
+            // the unsplit tiles' per-column value, written out as there: one helper for both changed the int8
+            // tiles' register allocation (benchmarks.md, session 29)
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int cq = col + q;
@@ -751,8 +751,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
           if (row >= n || col >= a.cout_p) continue;
           float v[8];
           peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, v);
-          // store8_residual_relu's roundings, written out: calling it moved the residual load after the math
-          // and cost the split tiles 7-15 registers and ~1 us per level-3 conv (benchmarks.md, session 29)
+          // store8_residual_relu's roundings, written out: calling it loads the residual after the math, which
+          // the split tiles pay for in registers and time (benchmarks.md, session 29)
           alignas(16) __half rr[8];
           if (res) *reinterpret_cast<uint4*>(rr) = *reinterpret_cast<const uint4*>(res + row * a.cout_p + col);
           alignas(16) __half out[8];
