@@ -119,19 +119,29 @@ Ranges fp32_ranges(EngineBuilder (*make)(const Ranges*), const test::SparseInput
   return r;
 }
 
-/// A random input, a graph calibrated on it (fp32_ranges) and the CPU INT8 engine's result: what the GPU
-/// engines of a test are compared with.
+/// A random input of n voxels on `grid`, a graph calibrated on it (fp32_ranges) and the CPU INT8 engine's
+/// result (`threads`: 0 = int8_options' count): what the GPU engines of a test are compared with.
 struct CpuReference {
   test::SparseInput in;
   EngineBuilder b;
   RunResult rc;
 };
-CpuReference cpu_reference(EngineBuilder (*make)(const Ranges*), int64_t n, uint64_t seed) {
-  test::SparseInput in = random_input(n, 4, test::int8graphs::kGrid, 1, seed);
+CpuReference cpu_reference(EngineBuilder (*make)(const Ranges*), int64_t n, uint64_t seed,
+                           const Int3& grid = test::int8graphs::kGrid, int threads = 0) {
+  test::SparseInput in = random_input(n, 4, grid, 1, seed);
   const Ranges r = fp32_ranges(make, in);
   EngineBuilder b = make(&r);
-  RunResult rc = run(*b.build(int8_options(Backend::Cpu)), {in});
+  BuildOptions o = int8_options(Backend::Cpu);
+  if (threads > 0) o.num_threads = threads;
+  RunResult rc = run(*b.build(o), {in});
   return CpuReference{std::move(in), std::move(b), std::move(rc)};
+}
+
+/// How many of the engine's steps ran tile config `cfg` (its name as the profile prints it).
+int steps_running(Engine& e, const std::string& cfg) {
+  int ran = 0;
+  for (const auto& l : e.profile_layers()) ran += l.algorithm.find(cfg + " ") != std::string::npos;
+  return ran;
 }
 
 /// Outputs of the two engines, sparse ones aligned to the CPU's rows, as floats.
@@ -256,21 +266,15 @@ TEST(CudaInt8, WgmmaAndSplitTilesAreBitExactWithTheCpu) {
     if (n.rfind("igemm-i8 ", 0) == 0 && (n.compare(n.size() - 2, 2, "wg") == 0 || n.find("x2") != std::string::npos))
       wg.push_back(n);
   if (wg.empty()) GTEST_SKIP() << "no int8 wgmma or split tiles on this GPU / build (they need compute capability 9.0)";
-  test::SparseInput in = random_input(60000, 4, kWideGrid, 1, 17);
-  const Ranges ranges = fp32_ranges([](const Ranges* r) { return int8_wide_chain(r, false); }, in);
-  const EngineBuilder b = int8_wide_chain(&ranges, false);
-  BuildOptions co = int8_options(Backend::Cpu);
-  co.num_threads = 8;
-  const RunResult rc = run(*b.build(co), {in});
+  const CpuReference ref =
+      cpu_reference([](const Ranges* r) { return int8_wide_chain(r, false); }, 60000, 17, kWideGrid, 8);
   for (const std::string& cfg : wg) {
     SCOPED_TRACE(cfg);
-    auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
-    const RunResult rg = run(*gpu, {in});
-    expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
-    int ran = 0;
-    for (const auto& l : gpu->profile_layers()) ran += l.algorithm.find(cfg + " ") != std::string::npos;
+    auto gpu = ref.b.build(with_tile(int8_options(Backend::Cuda), cfg));
+    const RunResult rg = run(*gpu, {ref.in});
+    expect_bitwise_and_nonzero(outputs_as_cpu(rg, ref.rc, ref.b.graph()), ref.rc);
     // k32 configs fit conv1-4 (64 and 128 channels in), k64 ones conv3-4 (128 in)
-    EXPECT_GE(ran, cfg.find("k32") != std::string::npos ? 4 : 2) << "layers that ran " << cfg;
+    EXPECT_GE(steps_running(*gpu, cfg), cfg.find("k32") != std::string::npos ? 4 : 2) << "layers that ran " << cfg;
   }
 }
 
@@ -283,19 +287,15 @@ TEST(CudaInt8, QuantizingWgmmaTilesMatchTheirMmaSyncTilesBitwise) {
   for (const std::string& n : cuda_tile_configs(Precision::Int8))
     if (n.rfind("igemm-q ", 0) == 0 && n.compare(n.size() - 2, 2, "wg") == 0) wg.push_back(n);
   if (wg.empty()) GTEST_SKIP() << "no mode-1 wgmma tiles on this GPU / build (they need compute capability 9.0)";
-  test::SparseInput in = random_input(60000, 4, kWideGrid, 1, 19);
-  const Ranges ranges = fp32_ranges([](const Ranges* r) { return int8_wide_chain(r, true); }, in);
-  const EngineBuilder b = int8_wide_chain(&ranges, true);
-  BuildOptions co = int8_options(Backend::Cpu);
-  co.num_threads = 8;
-  const RunResult rc = run(*b.build(co), {in});
+  const CpuReference ref =
+      cpu_reference([](const Ranges* r) { return int8_wide_chain(r, true); }, 60000, 19, kWideGrid, 8);
   const std::string reference = "igemm-q m64n64k16s3";
-  auto ref_engine = b.build(with_tile(int8_options(Backend::Cuda), reference));
-  const RunResult rr = run(*ref_engine, {in});
+  auto ref_engine = ref.b.build(with_tile(int8_options(Backend::Cuda), reference));
+  const RunResult rr = run(*ref_engine, {ref.in});
   {
-    const auto got = outputs_as_cpu(rr, rc, b.graph());
+    const auto got = outputs_as_cpu(rr, ref.rc, ref.b.graph());
     ASSERT_EQ(got.size(), 1u);
-    const Metrics m = compare(got[0], to_floats(rc.outputs[0]));
+    const Metrics m = compare(got[0], to_floats(ref.rc.outputs[0]));
     EXPECT_GT(m.cosine, 0.9999) << describe(m);
     double nz = 0;
     for (float v : got[0]) nz += v != 0.f;
@@ -304,12 +304,10 @@ TEST(CudaInt8, QuantizingWgmmaTilesMatchTheirMmaSyncTilesBitwise) {
   const std::vector<uint8_t> want = to_bytes(rr.outputs[0]);
   for (const std::string& cfg : wg) {
     SCOPED_TRACE(cfg);
-    auto gpu = b.build(with_tile(int8_options(Backend::Cuda), cfg));
-    const RunResult rg = run(*gpu, {in});
+    auto gpu = ref.b.build(with_tile(int8_options(Backend::Cuda), cfg));
+    const RunResult rg = run(*gpu, {ref.in});
     EXPECT_EQ(to_bytes(rg.outputs[0]), want) << "differs from " << reference;
-    int ran = 0;
-    for (const auto& l : gpu->profile_layers()) ran += l.algorithm.find(cfg + " ") != std::string::npos;
-    EXPECT_EQ(ran, 2) << "conv1 and conv3 run " << cfg;
+    EXPECT_EQ(steps_running(*gpu, cfg), 2) << "conv1 and conv3 run " << cfg;
   }
 }
 

@@ -84,6 +84,18 @@ test::ModelDef rescale_weights(test::ModelDef m) {
 
 test::ModelDef sane_small_centerpoint() { return rescale_weights(test::small_centerpoint()); }
 
+/// The message of the scn::Error that search_int8_plan throws; "" (and a test failure) when it returns a plan.
+std::string search_error(Calibrator& cal, const std::vector<CalibrationFrame>& frames,
+                         const PrecisionSearchOptions& po) {
+  try {
+    search_int8_plan(cal, frames, po);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
 // Calibrates the small CenterPoint of the ONNX tests on random frames through the library API.
 TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   const std::string src = test::write_model(sane_small_centerpoint(), "calib_src.onnx");
@@ -239,13 +251,9 @@ TEST(Int8Calibration, SearchMeetsTheTargetCosine) {
     }
   }
   po.min_cosine = 1.0;  // fp16 alone is lossy: no plan reaches it
-  try {
-    search_int8_plan(cal, frames, po);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no INT8 plan reaches cosine 1.000000"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("every node in fp16"), std::string::npos) << e.what();
-  }
+  const std::string unreachable = search_error(cal, frames, po);
+  EXPECT_NE(unreachable.find("no INT8 plan reaches cosine 1.000000"), std::string::npos) << unreachable;
+  EXPECT_NE(unreachable.find("every node in fp16"), std::string::npos) << unreachable;
 }
 
 // A timed search (PrecisionSearchOptions::int8_savings_ms) tries only the nodes that save time: the
@@ -365,20 +373,12 @@ TEST(Int8Calibration, TimedSearchTriesOnlyNodesThatSaveTime) {
   po.min_cosine = loose.all_int8_cosine + 0.05 * (loose.fp16_cosine - loose.all_int8_cosine);
   // every plan slower than fp16: an error, not a plan
   po.plan_ms = [](const std::map<std::string, QuantAttrs>&) { return 1.0; };
-  try {
-    search_int8_plan(cal, frames, po);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runs faster than fp16 on the timed device"), std::string::npos) << e.what();
-  }
+  const std::string slower = search_error(cal, frames, po);
+  EXPECT_NE(slower.find("runs faster than fp16 on the timed device"), std::string::npos) << slower;
   po.plan_ms = nullptr;
   po.int8_savings_ms = {{"conv0", -0.001}};
-  try {
-    search_int8_plan(cal, frames, po);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no INT8 plan saves time"), std::string::npos) << e.what();
-  }
+  const std::string no_saving = search_error(cal, frames, po);
+  EXPECT_NE(no_saving.find("no INT8 plan saves time"), std::string::npos) << no_saving;
 }
 
 // measure_int8_savings on the CPU backend: one finite saving per SparseConvolution / Add node, and the

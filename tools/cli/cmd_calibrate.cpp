@@ -99,6 +99,17 @@ std::string absmax_text(const std::vector<double>& r) {
 }
 
 // The chosen plan as a Markdown table (pasted into docs/benchmarks.md) and one summary line.
+/// f(), with any scn::Error it throws restated as the model's and --time-on's (the device that times the
+/// search may be missing or fail).
+template <class F>
+auto on_timing_device(const CalibrateArgs& a, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    SCN_FAIL(a.model, ": --time-on ", a.time_on, ": ", e.what());
+  }
+}
+
 void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
   int n8 = 0;
   std::string fp16;
@@ -237,20 +248,14 @@ int run_calibrate(const CalibrateArgs& a) {
       d.backend = a.time_on == "cuda" ? Backend::Cuda : Backend::Cpu;
       d.num_threads = a.threads;
       const int64_t tt = now_ns();
-      try {
-        po.int8_savings_ms = measure_int8_savings(cal, co, ef, d);
-      } catch (const Error& e) {
-        SCN_FAIL(a.model, ": --time-on ", a.time_on, ": ", e.what());
-      }
+      po.int8_savings_ms = on_timing_device(a, [&] { return measure_int8_savings(cal, co, ef, d); });
       std::printf("timed       int8 against fp16, per node, on %s with %s (%.1f s)\n", a.time_on.c_str(),
                   a.eval[0].c_str(), ms_since(tt) / 1000.0);
       po.plan_ms = [&cal, &ef, d, &a](const std::map<std::string, QuantAttrs>& attrs) {
-        try {
+        return on_timing_device(a, [&] {
           return time_int8_plan(cal, attrs, ef, d, d.backend == Backend::Cuda ? 20 : 1,
                                 d.backend == Backend::Cuda ? 200 : 3);
-        } catch (const Error& e) {
-          SCN_FAIL(a.model, ": --time-on ", a.time_on, ": ", e.what());
-        }
+        });
       };
     }
     const int64_t t0 = now_ns();

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "backends/cpu/int8_observer.h"
+#include "graph/analysis.h"
 #include "scn/calibrate.h"
 #include "scn/error.h"
 
@@ -112,8 +113,10 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
 
   PrecisionPlan plan;
   plan.timed = !options.int8_savings_ms.empty();
-  std::vector<size_t> cand;        // indices into plan.nodes
-  std::vector<double> node_sites;  // per plan node: its output's sites on the frames (one level's nodes share it)
+  std::vector<size_t> cand;  // indices into plan.nodes
+  // per plan node: the site set of its output (graph/analysis.h): the nodes of one level share it
+  const GraphAnalysis analysis = analyze_graph(g);
+  std::vector<int> node_level;
   for (const Node& n : g.nodes) {
     if (!has_precision(n.op)) continue;
     PlanNode p;
@@ -130,7 +133,7 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
       p.saving_ms = it == options.int8_savings_ms.end() ? 0.0 : it->second;
     }
     plan.total_macs += p.macs;
-    node_sites.push_back(sites);
+    node_level.push_back(analysis.value_sites[size_t(n.output)]);
     cand.push_back(plan.nodes.size());
     plan.nodes.push_back(p);
   }
@@ -205,14 +208,14 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
     };
     if (by_time) {
       // Whole levels first: an int8 conv between fp16 ones pays for the conversions at both ends, so a
-      // level's candidates together with its Adds (the nodes whose outputs have the level's sites) can
+      // level's candidates together with its Adds (the nodes whose outputs are the level's site set) can
       // be faster where each alone is not. Levels in increasing sensitivity per ms saved.
-      std::map<double, std::vector<size_t>> level;
-      for (size_t i : cand) level[node_sites[i]].push_back(i);
+      std::map<int, std::vector<size_t>> level;
+      for (size_t i : cand) level[node_level[i]].push_back(i);
       std::vector<std::vector<size_t>> levels;
-      for (auto& [rows, members] : level) {
+      for (auto& [sites, members] : level) {
         for (size_t i = 0; i < plan.nodes.size(); ++i)
-          if (plan.nodes[i].op == op_type_name(OpType::Add) && node_sites[i] == rows) members.push_back(i);
+          if (plan.nodes[i].op == op_type_name(OpType::Add) && node_level[i] == sites) members.push_back(i);
         if (members.size() >= 2) levels.push_back(members);
       }
       auto per_ms = [&](const std::vector<size_t>& m) {

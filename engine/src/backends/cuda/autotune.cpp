@@ -20,7 +20,7 @@ namespace scn::cuda {
 /// The osplit configs a conv may run: those of its offset-group class, or, for an unsplit conv of the tiles'
 /// class, the one-group configs of its shape (the tiles' order, so the tiles' bits) — minus CudaOptions::tune_skip.
 std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
-  const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
+  const ConvShape shape = c.shape();
   std::vector<int> v = c.osplit_class > 0 ? osplit_candidates(shape, c.osplit_class)
                        : c.split == 1     ? osplit_tile_order_candidates(shape, cc_major_, opt().offset_groups)
                                           : std::vector<int>{};
@@ -36,11 +36,10 @@ std::vector<int> CudaEngine::osplit_configs_for(const ConvPlan& c) const {
 /// What the tuner times for a conv: the osplit configs it may run (osplit_configs_for), and the tiles of its
 /// split class (minus CudaOptions::tune_skip) where the tiles may run it (ConvPlan::may_run_tiles).
 std::vector<ConvKernel> CudaEngine::conv_candidates(const ConvPlan& c) const {
-  const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
   std::vector<ConvKernel> v;
   for (int id : osplit_configs_for(c)) v.push_back(ConvKernel{-1, id});
   if (c.may_run_tiles())
-    for (int id : tune_candidates(shape, cc_major_, c.split))
+    for (int id : tune_candidates(c.shape(), cc_major_, c.split))
       if (std::find(tune_skip_.begin(), tune_skip_.end(), id) == tune_skip_.end()) v.push_back(ConvKernel{id, -1});
   return v;
 }
@@ -191,7 +190,7 @@ void CudaEngine::apply_tuning(const TuningBucket& bucket, const std::string& fil
     }
     const int id = find_tile(tile);
     SCN_CHECK(id >= 0 && igemm_config_fits(id, c.cin_p, cc_major_, c.K, c.mode) &&
-                  same_split_class(igemm_config(id), ConvShape{c.cin_p, c.cout_p, c.K, c.mode}, c.split),
+                  same_split_class(igemm_config(id), c.shape(), c.split),
               file, ": tuning cache tile '", tile, "' for node '", node, "' is not a compiled tile of its kind here");
     kernels.push_back(ConvKernel{id, -1});
   }

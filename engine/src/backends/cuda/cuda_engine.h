@@ -23,6 +23,7 @@
 #include "backends/cuda/cuda_mem.h"
 #include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/tile_choice.h"
 #include "plan/engine_plan.h"
 #include "plan/memory_plan.h"
 #include "plan/size_buckets.h"
@@ -80,7 +81,9 @@ struct ConvPlan {
   ConvKernel kernel() const { return ConvKernel{cfg, osplit}; }
   /// The implicit-GEMM tiles may run it: it has no osplit class, or int8 operands (exact sums: osplit and
   /// the tiles give the same bits).
-  bool may_run_tiles() const { return osplit_class == 0 || mode == 2; }
+  bool may_run_tiles() const { return osplit_class == 0 || exact_sums(mode); }
+  /// The conv as the tile choice sees it.
+  ConvShape shape() const { return ConvShape{cin_p, cout_p, K, mode}; }
   void set_kernel(const ConvKernel& k) {
     cfg = k.cfg;
     osplit = k.osplit;

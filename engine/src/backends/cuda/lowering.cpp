@@ -149,7 +149,7 @@ void CudaEngine::plan_dual_outputs() {
 /// The heuristic tile per conv (or the forced one where it fits), then its weights on the device.
 void CudaEngine::choose_tiles() {
   for (ConvPlan& c : convs_) {
-    const ConvShape shape{c.cin_p, c.cout_p, c.K, c.mode};
+    const ConvShape shape = c.shape();
     const int groups = forced_cfg_ >= 0 ? 0 : osplit_groups_for(shape, cc_major_, opt().offset_groups);
     c.osplit_class = groups;
     // the first osplit config of the class that CudaOptions::tune_skip leaves in

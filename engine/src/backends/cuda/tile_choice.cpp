@@ -99,7 +99,7 @@ std::string shape_of(const char* full) {
 }  // namespace
 
 bool same_split_class(const IgemmConfig& k, const ConvShape& c, int split) {
-  return c.mode == 2 || k.split == split;  // int8 operands: int32 partial sums, exact in every split
+  return exact_sums(c.mode) || k.split == split;
 }
 
 int split_for(const ConvShape& c, int cc_major, int split_override) {
@@ -207,7 +207,7 @@ std::vector<int> osplit_candidates(const ConvShape& c, int groups) {
   auto fits = [&](int id) {
     const OsplitConfig& k = osplit_config(id);
     return k.mode == c.mode && c.K == 27 && k.cin == c.cin_p && k.cout == c.cout_p &&
-           (k.groups == groups || c.mode == 2) && osplit_fits_device(id);
+           (k.groups == groups || exact_sums(c.mode)) && osplit_fits_device(id);
   };
   for (const char* name : kPicks) {
     const int id = osplit_find_config(name);

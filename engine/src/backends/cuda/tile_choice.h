@@ -14,6 +14,10 @@ struct ConvShape {
   int cin_p = 16, cout_p = 16, K = 27, mode = 0;
 };
 
+/// Int8 operands (mode 2) sum in int32, exactly: every split class, offset grouping and kernel gives the
+/// same bits, so for such convs those are the tuner's choice, not a summation class.
+constexpr bool exact_sums(int mode) { return mode == 2; }
+
 /// Split-K class: configs of one class sum in one order (bitwise-identical results), so it is fixed
 /// by the layer's shape, never by the tuner. `split_override` (CudaOptions::split): 0 = by shape
 /// (128 -> 128-channel or wider 3x3x3 fp16 convs split in two on sm_90), 1 or 2 = that class for
