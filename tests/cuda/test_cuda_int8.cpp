@@ -398,7 +398,7 @@ TEST(CudaInt8, MixedPrecisionGraphMatchesTheCpu) {
       int converts = 0;
       std::map<std::string, std::string> algo;
       for (const auto& l : gpu->profile_layers()) {
-        converts += l.op == "Convert";
+        converts += l.op == kStepConvert;
         if (l.op == "SparseConvolution") algo[l.node] = l.algorithm;
       }
       EXPECT_GE(converts, 2);

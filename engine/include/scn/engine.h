@@ -147,10 +147,16 @@ struct BuildOptions {
   CudaOptions cuda;        ///< CUDA backend settings
 };
 
+/// LayerTiming::op of the profiled steps that are not a node's operator: a graph input's validation and conversion,
+/// the kernel map (and site set) a conv reads, and an INT8 engine's quantize / dequantize of a value for its reader.
+inline constexpr const char* kStepInput = "Input";
+inline constexpr const char* kStepKernelMap = "KernelMap";
+inline constexpr const char* kStepConvert = "Convert";
+
 /// Per-layer timing, filled by backends that measure it (bench).
 struct LayerTiming {
   std::string node;
-  std::string op;
+  std::string op;  ///< op_type_name of the node's operator, or kStepInput / kStepKernelMap / kStepConvert
   std::string algorithm;
   double ms = 0.0;
 };

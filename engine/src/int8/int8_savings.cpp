@@ -27,7 +27,9 @@ std::map<std::string, double> node_times(Engine& e, int repeats, const char* wha
               " engine gives no per-step times (profile_layers), so int8 savings cannot be measured on its backend");
     std::map<std::string, double> sum;
     for (const LayerTiming& t : prof)
-      if (t.op == "SparseConvolution" || t.op == "Add" || t.op == "Relu" || t.op == "Convert") sum[t.node] += t.ms;
+      if (t.op == op_type_name(OpType::SparseConv) || t.op == op_type_name(OpType::Add) ||
+          t.op == op_type_name(OpType::Relu) || t.op == kStepConvert)
+        sum[t.node] += t.ms;
     for (const auto& [node, ms] : sum) runs[node].push_back(ms);
   }
   std::map<std::string, double> med;

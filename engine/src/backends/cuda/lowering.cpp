@@ -470,13 +470,13 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
   switch (st.kind) {
     case StepKind::Input:
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "Input";
+      t.op = kStepInput;
       t.algorithm = "validate+convert+bitmap-rank";
       break;
     case StepKind::Map: {
       const MapSlot& m = ana.maps[size_t(st.slot)];
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "KernelMap";
+      t.op = kStepKernelMap;
       t.algorithm = m.kind == MapKind::Subm      ? "subm bitmap-rank"
                     : m.kind == MapKind::Strided ? "strided bitmap-rank (sites+map)"
                                                  : "inverse bitmap-rank";
@@ -495,17 +495,17 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
     }
     case StepKind::Add:
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "Add";
+      t.op = op_type_name(OpType::Add);
       t.algorithm = "elementwise";
       break;
     case StepKind::Relu:
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "Relu";
+      t.op = op_type_name(OpType::Relu);
       t.algorithm = "elementwise";
       break;
     case StepKind::Concat:
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "Concat";
+      t.op = op_type_name(OpType::Concat);
       t.algorithm = "copy";
       break;
     case StepKind::Densify:
@@ -521,7 +521,7 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
     case StepKind::Convert: {
       const Shadow& sh = shadows_[size_t(st.slot)];
       t.node = g.nodes[size_t(st.node)].name;
-      t.op = "Convert";
+      t.op = kStepConvert;
       t.algorithm = detail::concat(sh.to_q ? "quantize fp16->int8 '" : "dequantize int8->fp16 '",
                                    g.values[size_t(sh.value)].name, "'");
       break;
