@@ -399,7 +399,7 @@ TEST(CudaInt8, MixedPrecisionGraphMatchesTheCpu) {
       std::map<std::string, std::string> algo;
       for (const auto& l : gpu->profile_layers()) {
         converts += l.op == kStepConvert;
-        if (l.op == "SparseConvolution") algo[l.node] = l.algorithm;
+        if (l.op == op_type_name(OpType::SparseConv)) algo[l.node] = l.algorithm;
       }
       EXPECT_GE(converts, 2);
       for (const char* conv : {"conv0", "conv5"}) {

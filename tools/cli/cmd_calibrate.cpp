@@ -98,7 +98,6 @@ std::string absmax_text(const std::vector<double>& r) {
   return s.empty() ? "-" : s;
 }
 
-// The chosen plan as a Markdown table (pasted into docs/benchmarks.md) and one summary line.
 /// f(), with any scn::Error it throws restated as the model's and --time-on's (the device that times the
 /// search may be missing or fail).
 template <class F>
@@ -110,6 +109,7 @@ auto on_timing_device(const CalibrateArgs& a, F f) -> decltype(f()) {
   }
 }
 
+// The chosen plan as a Markdown table (pasted into docs/benchmarks.md) and one summary line.
 void print_plan(const PrecisionPlan& p, const CalibrateArgs& a, double ms) {
   int n8 = 0;
   std::string fp16;

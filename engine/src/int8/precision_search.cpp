@@ -214,8 +214,11 @@ PrecisionPlan search_int8_plan(Calibrator& cal, const std::vector<CalibrationFra
       for (size_t i : cand) level[node_level[i]].push_back(i);
       std::vector<std::vector<size_t>> levels;
       for (auto& [sites, members] : level) {
+        // its Adds that are not candidates already (an Add that saves time is one)
         for (size_t i = 0; i < plan.nodes.size(); ++i)
-          if (plan.nodes[i].op == op_type_name(OpType::Add) && node_level[i] == sites) members.push_back(i);
+          if (plan.nodes[i].op == op_type_name(OpType::Add) && node_level[i] == sites &&
+              std::find(members.begin(), members.end(), i) == members.end())
+            members.push_back(i);
         if (members.size() >= 2) levels.push_back(members);
       }
       auto per_ms = [&](const std::vector<size_t>& m) {
