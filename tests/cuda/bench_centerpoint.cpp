@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
         const Stats s = stats(v.ms);
         const auto prof = profile_median(en, 5);
         double convs = 0, other = 0;
-        for (const auto& l : prof) (l.op == "SparseConvolution" ? convs : other) += l.ms;
+        for (const auto& l : prof) (l.op == op_type_name(OpType::SparseConv) ? convs : other) += l.ms;
         std::printf(
             "  %-44s median %.4f ms  p99 %.4f  convs %.4f  other steps %.4f  bitwise %s  workspace %.1f MB"
             "  delta %.1f MB\n",
@@ -518,7 +518,7 @@ int main(int argc, char** argv) {
       put((k + "_rel_l2_vs_default").c_str(), rel_l2(to_floats(es->output(0)), ref));
       const auto p = es->profile_layers();
       for (const auto& l : p)
-        if (l.op == "SparseConvolution")
+        if (l.op == op_type_name(OpType::SparseConv))
           std::printf("    %-8s %-44s %.4f ms\n", l.node.c_str(), l.algorithm.c_str(), l.ms);
     }
 

@@ -682,7 +682,7 @@ TEST(CudaBackend, TimingProfileAndWorkspace) {
   for (const auto& l : p) {
     EXPECT_FALSE(l.node.empty());
     EXPECT_FALSE(l.algorithm.empty());
-    convs += l.op == "SparseConvolution";
+    convs += l.op == op_type_name(OpType::SparseConv);
   }
   EXPECT_EQ(convs, 21);
   EXPECT_GT(gpu->workspace_bytes(), size_t(1) << 20);

@@ -357,8 +357,8 @@ TEST(CudaInt8, UnfusedAddAndReluMatchTheCpu) {
   const RunResult rg = run(*gpu, {ref.in});
   int adds = 0, relus = 0;
   for (const auto& l : gpu->profile_layers()) {
-    adds += l.op == "Add";
-    relus += l.op == "Relu";
+    adds += l.op == op_type_name(OpType::Add);
+    relus += l.op == op_type_name(OpType::Relu);
   }
   EXPECT_EQ(adds, 2) << "both Adds run as their own steps";
   EXPECT_EQ(relus, 1);
@@ -490,7 +490,7 @@ TEST(CudaInt8, TuningCacheKeepsTheInt8KernelOfEachLayer) {
   expect_bitwise_and_nonzero(outputs_as_cpu(rg, rc, b.graph()), rc);
   std::map<std::string, std::string> algo;
   for (const auto& l : gpu->profile_layers())
-    if (l.op == "SparseConvolution") algo[l.node] = l.algorithm;
+    if (l.op == op_type_name(OpType::SparseConv)) algo[l.node] = l.algorithm;
   EXPECT_EQ(algo["conv1"].rfind(tile, 0), 0u) << algo["conv1"];
   EXPECT_EQ(algo["conv4"].rfind(os, 0), 0u) << algo["conv4"];
 

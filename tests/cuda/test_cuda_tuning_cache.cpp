@@ -44,7 +44,7 @@ EngineRun build_and_run(const EngineBuilder& b, const BuildOptions& o, const tes
   e->forward();
   r.bits = to_bytes(e->output(0));
   for (const LayerTiming& l : e->profile_layers())
-    if (l.op == "SparseConvolution") r.algorithms.push_back(l.algorithm);
+    if (l.op == op_type_name(OpType::SparseConv)) r.algorithms.push_back(l.algorithm);
   return r;
 }
 
