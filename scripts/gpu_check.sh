@@ -178,6 +178,13 @@ if [ "${SCN_SKIP_BENCH:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /t
     "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --device cuda --runs 200 --grow \
       --sweep 10000,20000,40000,80000,120000,160000,200000,250000,300000 \
       --sweep-csv /tmp/scn-bench/sweep_to_300k_grow.csv
+    # issue 19's batch figure: frames/s of batch 1, 2, 4 and 8 through one engine (copies of the real
+    # frame, and different synthetic 80k-voxel frames)
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --features "$D/in_features.torch.fp16.tensor" \
+      --indices "$D/in_indices_zyx.torch.int32.tensor" --grid 41x1440x1440 --device cuda --runs 200 \
+      --batch-sweep 1,2,4,8 --batch-csv /tmp/scn-bench/batch_real.csv
+    "$BUILD/tools/cli/scn" bench /tmp/scn-zoo/centerpoint/model.onnx --device cuda --runs 200 --synthetic 80000 \
+      --batch-sweep 1,2,4,8 --batch-csv /tmp/scn-bench/batch_80k.csv
     python3 tools/bench/plot_bench.py --runs /tmp/scn-bench/runs.csv --sweep /tmp/scn-bench/sweep.csv \
       --output /tmp/scn-bench/bench.png
   } > "$OUT/scn_bench.log" 2>&1

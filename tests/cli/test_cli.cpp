@@ -515,6 +515,56 @@ TEST_F(Cli, BenchSweepKeepsTheResultsBeforeAFailingPoint) {
   EXPECT_NE(text.find("\n40,1,"), std::string::npos) << text;
 }
 
+// --batch-sweep: each batch size through one engine; a file frame is copied once per batch index, and frames/s is
+// the batch over the median
+TEST_F(Cli, BenchBatchSweepRunsCopiesOfTheFrameThroughOneEngine) {
+  const std::string csv = dir_ + "/batches.csv";
+  const Result r =
+      scn_cli("bench " + quote(model_) + " --features " + quote(features_) + " --indices " + quote(indices_) +
+              " --grid 9x8x8 --device cpu --warmup 0 --runs 3 --batch-sweep 1,3,2 " + "--batch-csv " + quote(csv));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("max batch 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x batch 1"), std::string::npos) << r.out;
+  std::istringstream text(read_file(csv));
+  std::string line;
+  std::getline(text, line);
+  EXPECT_EQ(line, "batch,voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms,frames_per_s");
+  std::vector<int> batches;
+  while (std::getline(text, line)) {
+    std::vector<double> v;
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, ',');) v.push_back(std::stod(f));
+    ASSERT_EQ(v.size(), 9u) << line;
+    batches.push_back(int(v[0]));
+    EXPECT_EQ(v[1], kRows * v[0]) << line;  // the frame's rows once per copy
+    EXPECT_EQ(v[2], 3) << line;
+    ASSERT_GT(v[3], 0) << line;
+    EXPECT_NEAR(v[8], 1000.0 * v[0] / v[3], 1e-3 * v[8]) << line;
+  }
+  EXPECT_EQ(batches, (std::vector<int>{1, 3, 2}));
+}
+
+TEST_F(Cli, BenchBatchSweepIsChecked) {
+  const std::string base = "bench " + quote(model_) + " --device cpu --warmup 0 --runs 1 ";
+  const std::string files = "--features " + quote(features_) + " --indices " + quote(indices_) + " --grid 9x8x8 ";
+  EXPECT_EQ(scn_cli(base + files + "--batch-sweep 1,2 --batch 2").code, 2);
+  EXPECT_EQ(scn_cli(base + files + "--batch-sweep 1,2 --layers").code, 2);
+  EXPECT_EQ(scn_cli(base + files + "--batch-csv x.csv").code, 2);  // without --batch-sweep
+  EXPECT_EQ(scn_cli(base + files + "--batch-sweep 1,0").code, 2);
+  const Result none = scn_cli(base + "--batch-sweep 1,2");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("--batch-sweep needs a frame"), std::string::npos) << none.err;
+  // a file that is already a batch is not copied silently
+  std::vector<int32_t> idx = good_indices();
+  idx[4 * 7] = 1;
+  const std::string two = dir_ + "/two_samples.indices.tensor";
+  index_tensor(idx).save(two);
+  const Result batch =
+      scn_cli(base + "--features " + quote(features_) + " --indices " + quote(two) + " --grid 9x8x8 --batch-sweep 1,2");
+  EXPECT_EQ(batch.code, 1);
+  EXPECT_NE(batch.err.find(two + ": row 7 has batch index 1"), std::string::npos) << batch.err;
+}
+
 TEST_F(Cli, PlotScriptDrawsBothPanels) {
   if (std::system((quote(SCN_PYTHON) + " -c 'import matplotlib' 2>/dev/null").c_str()) != 0)
     GTEST_SKIP() << "matplotlib is not installed for " << SCN_PYTHON;

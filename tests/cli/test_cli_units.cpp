@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "batch_frames.h"
 #include "common.h"
 #include "compare.h"
 #include "core/half.h"
@@ -205,6 +206,49 @@ TEST(CliHelpers, OutputSetIsAllOrNothing) {
   EXPECT_EQ(Tensor::load(good).numel(), 2);
   std::remove(good.c_str());
   std::remove((dir + "/scn_outputset.csv").c_str());
+}
+
+// --batch-sweep with a file frame: B copies of its rows, batch column = the copy, everything else unchanged
+TEST(CliHelpers, BatchOfCopies) {
+  const std::vector<int32_t> idx = {0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 0, 1};
+  const Tensor features = f32({0.5f, -1.f, 2.f, 3.5f, -7.f, 8.25f}, {3, 2});
+  const FrameBatch fb = batch_of_copies(features, i32(idx, {3, 4}), 3, "f.tensor", "i.tensor");
+  ASSERT_EQ(fb.features.shape(), (std::vector<int64_t>{9, 2}));
+  ASSERT_EQ(fb.indices.shape(), (std::vector<int64_t>{9, 4}));
+  EXPECT_EQ(fb.features.dtype(), DType::Float32);
+  for (int64_t r = 0; r < 9; ++r) {
+    EXPECT_EQ(fb.indices.ptr<int32_t>()[4 * r], r / 3) << r;
+    for (int c = 1; c < 4; ++c) EXPECT_EQ(fb.indices.ptr<int32_t>()[4 * r + c], idx[size_t(4 * (r % 3) + c)]) << r;
+    for (int c = 0; c < 2; ++c)
+      EXPECT_EQ(fb.features.ptr<float>()[2 * r + c], features.ptr<float>()[2 * (r % 3) + c]) << r;
+  }
+  const FrameBatch one = batch_of_copies(features, i32(idx, {3, 4}), 1, "f.tensor", "i.tensor");
+  EXPECT_EQ(one.indices.shape(), (std::vector<int64_t>{3, 4}));
+}
+
+TEST(CliHelpers, BatchOfCopiesRejectsABatchAndMismatchedShapes) {
+  const Tensor features = f32({0.5f, -1.f, 2.f, 3.5f, -7.f, 8.25f}, {3, 2});
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // a frame that already holds two samples: the indices file and the row are named
+  const std::string two = message([&] {
+    batch_of_copies(features, i32({0, 1, 2, 3, 0, 4, 5, 6, 1, 7, 0, 1}, {3, 4}), 2, "f.tensor", "i.tensor");
+  });
+  EXPECT_NE(two.find("i.tensor: row 2 has batch index 1"), std::string::npos) << two;
+  const std::string rows = message([&] {
+    batch_of_copies(features, i32({0, 1, 2, 3, 0, 4, 5, 6}, {2, 4}), 2, "f.tensor", "i.tensor");
+  });
+  EXPECT_NE(rows.find("f.tensor: features must be [N, C] with N = 2"), std::string::npos) << rows;
+  const std::string cols = message([&] {
+    batch_of_copies(features, i32({0, 1, 2, 0, 4, 5, 0, 7, 0}, {3, 3}), 2, "f.tensor", "i.tensor");
+  });
+  EXPECT_NE(cols.find("i.tensor: indices must be int32 [N, 4]"), std::string::npos) << cols;
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
-// scn bench MODEL.onnx: latency statistics, per-layer profile, and a voxel-count sweep.
+// scn bench MODEL.onnx: latency statistics, per-layer profile, a voxel-count sweep and a batch sweep.
 //
 // CSV files:
 //   --csv PATH        one row per timed forward: voxels,run,ms
 //   --sweep-csv PATH  one row per sweep point:   voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms
+//   --batch-csv PATH  one row per batch size:    batch,voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms,frames_per_s
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
+#include "batch_frames.h"
 #include "commands.h"
 #include "common.h"
 #include "progress.h"
@@ -30,9 +33,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
   c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
       ->check(CLI::IsMember({"nuscenes", "kitti"}));
-  c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+  CLI::Option* b = c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")
+                       ->capture_default_str()
+                       ->check(CLI::Range(1, 1024));
   c->add_option("--precision", a.precision, "Activation precision")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "int8"}));
@@ -50,7 +53,15 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   c->add_option("--csv", a.csv, "Per-run latencies: voxels,run,ms");
   c->add_option("--sweep-csv", a.sweep_csv, "Sweep results: voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms")
       ->needs(sw);
-  c->add_flag("--layers", a.layers, "Per-layer times (Engine::profile_layers)");
+  CLI::Option* bs = c->add_option("--batch-sweep", a.batch_sweep,
+                                  "Batch sizes run through one engine built for the largest, e.g. 1,2,4,8: latency "
+                                  "and frames/s per batch (--synthetic N: B synthetic frames of N voxels; "
+                                  "--features/--indices: B copies of the frame)")
+                        ->check(count_list_validator());
+  c->add_option("--batch-csv", a.batch_csv,
+                "Batch sweep results: batch,voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms,frames_per_s")
+      ->needs(bs);
+  CLI::Option* layers = c->add_flag("--layers", a.layers, "Per-layer times (Engine::profile_layers)");
   c->add_flag("--no-cuda-graph", a.no_cuda_graph, "CUDA: launch kernels directly instead of replaying a CUDA graph");
   c->add_flag("--no-autotune", a.no_autotune, "CUDA: keep the heuristic tile per conv (no timing at the first input)");
   c->add_option("--tile", a.tile,
@@ -103,6 +114,9 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   f->excludes(s);
   f->excludes(sw);
   s->excludes(sw);
+  bs->excludes(b);
+  bs->excludes(sw);
+  bs->excludes(layers);
   return c;
 }
 
@@ -112,6 +126,7 @@ struct Input {
   Tensor features, indices;
   Int3 grid{0, 0, 0};
   std::string label;
+  int batch = 1;
 };
 
 synth::FrameOptions synth_options(const BenchArgs& a, const Graph& graph, const std::string& order) {
@@ -142,6 +157,7 @@ Input synthetic_input(const synth::FrameOptions& base, int64_t voxels, int batch
   in.label = batch > 1 ? std::to_string(batch) + " synthetic frames of " + std::to_string(voxels) + " voxels"
                        : "synthetic frame of " + std::to_string(voxels) + " voxels";
   in.label += " (seed " + std::to_string(base.seed) + ")";
+  in.batch = batch;
   return in;
 }
 
@@ -168,12 +184,60 @@ std::vector<double> timed_forwards(Engine& engine, int warmup, int runs, const s
   return ms;
 }
 
+/// --batch-sweep: each batch size's input (prepared before the engine was built for the largest) bound and
+/// timed in turn on one engine. A failing batch size ends the sweep; the sizes before it are still
+/// reported. Returns the error of the failing size, or "".
+std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, int warmup, int runs,
+                            const InputLabels& labels, std::ostringstream& batch_csv,
+                            const std::function<void(int64_t, const std::vector<double>&)>& record_runs) {
+  Table t({"batch", "voxels", "median ms", "p99 ms", "frames/s", "x batch " + std::to_string(inputs.front().batch),
+           "bind ms", "tuned"});
+  batch_csv << "batch,voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms,frames_per_s\n";
+  double first_fps = 0;
+  for (const Input& in : inputs) {
+    double bind_ms = 0;
+    int tuned = 0;
+    std::vector<double> ms;
+    try {
+      const int passes = engine.autotune_passes();
+      const int64_t t_bind = now_ns();
+      engine.set_input(0, in.features, in.indices, in.grid, in.batch, labels);
+      bind_ms = ms_since(t_bind);
+      tuned = engine.autotune_passes() - passes;
+      ms = timed_forwards(engine, warmup, runs, "batch " + std::to_string(in.batch));
+    } catch (const std::exception& e) {
+      if (!t.empty()) std::printf("\n%s", t.str("  ").c_str());
+      return "batch sweep stopped at batch " + std::to_string(in.batch) + ": " + e.what();
+    }
+    const Stats st = compute_stats(ms);
+    const double fps = st.median > 0 ? 1000.0 * in.batch / st.median : 0.0;
+    const int fps_digits = fps < 100 ? 2 : 0;
+    if (first_fps == 0) first_fps = fps;
+    const int64_t n = in.indices.dim(0);
+    t.add({std::to_string(in.batch), std::to_string(n), ms3(st.median), ms3(st.p99), fixed(fps, fps_digits),
+           fixed(first_fps > 0 ? fps / first_fps : 0.0, 2), fixed(bind_ms, 1), tuned ? "yes" : ""});
+    std::printf("  batch %4d: median %s ms, %s frames/s\n", in.batch, ms3(st.median).c_str(),
+                fixed(fps, fps_digits).c_str());
+    std::fflush(stdout);
+    batch_csv << in.batch << ',' << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','
+              << fixed(st.mean, 6) << ',' << fixed(st.min, 6) << ',' << fixed(st.max, 6) << ',' << fixed(fps, 3)
+              << '\n';
+    record_runs(n, ms);
+  }
+  std::printf("\n%s", t.str("  ").c_str());
+  return "";
+}
+
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
   // Where the CSV files go is checked before any work (the measurement can take minutes).
   if (!a.csv.empty()) check_output_file("--csv", a.csv);
   if (!a.sweep_csv.empty()) check_output_file("--sweep-csv", a.sweep_csv);
+  if (!a.batch_csv.empty()) check_output_file("--batch-csv", a.batch_csv);
+  SCN_CHECK(a.batch_sweep.empty() || !a.features.empty() || a.synthetic > 0,
+            "--batch-sweep needs a frame: --features/--indices/--grid (copied once per batch index) or --synthetic N "
+            "(N voxels per frame)");
   SCN_CHECK(!a.features.empty() || a.synthetic > 0 || !a.sweep.empty(),
             "give an input: --features/--indices/--grid, --synthetic N or --sweep N1,N2,...");
   SCN_CHECK(a.features.empty() || !a.grid.empty(), "--features/--indices need --grid");
@@ -185,6 +249,11 @@ int run_bench(const BenchArgs& a) {
             " inputs; scn bench binds exactly one");
   const std::string order = model_index_order(graph);
   const std::vector<int64_t> sweep = a.sweep.empty() ? std::vector<int64_t>{} : parse_count_list(a.sweep);
+  const std::vector<int64_t> batches = a.batch_sweep.empty() ? std::vector<int64_t>{} : parse_count_list(a.batch_sweep);
+  for (int64_t b : batches)
+    SCN_CHECK(b <= 1024, "--batch-sweep '", a.batch_sweep, "': batch size ", b, " is above 1024 (the --batch range)");
+  int max_batch = a.batch;
+  for (int64_t b : batches) max_batch = std::max(max_batch, int(b));
 
   // The first input (or every sweep point) is known before building, so capacities fit.
   std::vector<Input> inputs;
@@ -195,10 +264,20 @@ int run_bench(const BenchArgs& a) {
     in.indices = Tensor::load(a.indices);
     in.grid = parse_grid(a.grid);
     in.label = a.features + " + " + a.indices;
-    inputs.push_back(in);
+    in.batch = a.batch;
+    if (batches.empty()) inputs.push_back(in);
+    for (int64_t b : batches) {  // the frame's copies, one per batch index
+      const FrameBatch fb = batch_of_copies(in.features, in.indices, int(b), a.features, a.indices);
+      Input copies = in;
+      copies.features = fb.features;
+      copies.indices = fb.indices;
+      copies.batch = int(b);
+      inputs.push_back(copies);
+    }
   } else {
     so = synth_options(a, graph, order);
-    if (a.synthetic > 0) inputs.push_back(synthetic_input(so, a.synthetic, a.batch));
+    if (a.synthetic > 0 && batches.empty()) inputs.push_back(synthetic_input(so, a.synthetic, a.batch));
+    for (int64_t b : batches) inputs.push_back(synthetic_input(so, a.synthetic, int(b)));
   }
   int64_t max_voxels = 0;
   for (const Input& in : inputs)
@@ -209,7 +288,7 @@ int run_bench(const BenchArgs& a) {
   opts.backend = parse_backend(a.device);
   opts.precision = parse_precision(a.precision);
   opts.num_threads = a.threads;
-  opts.max_batch = a.batch;
+  opts.max_batch = max_batch;
   opts.max_input_voxels = max_voxels;
   opts.cuda_graph = !a.no_cuda_graph;
   opts.cuda.autotune = !a.no_autotune;
@@ -254,7 +333,18 @@ int run_bench(const BenchArgs& a) {
 
   OutputSet files;
   std::string sweep_error;
-  if (sweep.empty()) {
+  if (!batches.empty()) {
+    const std::string frames = a.features.empty()
+                                   ? "synthetic frames of " + std::to_string(a.synthetic) + " voxels each"
+                                   : "copies of " + a.features + " + " + a.indices;
+    std::printf("batches    %zu batch sizes through one engine (max batch %d): %s, %d warm-up + %d runs each\n",
+                batches.size(), max_batch, frames.c_str(), warmup, runs);
+    std::ostringstream batch_csv;
+    sweep_error = run_batch_sweep(*engine, inputs, warmup, runs, labels, batch_csv, record_runs);
+    if (const int passes = engine->autotune_passes()) std::printf("autotune   %d tuning passes\n", passes);
+    if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+    if (!a.batch_csv.empty()) files.add_text(a.batch_csv, batch_csv.str());
+  } else if (sweep.empty()) {
     const Input& in = inputs.front();
     const int64_t t_bind = now_ns();
     engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);

@@ -99,6 +99,7 @@ struct BenchArgs {
   std::string precision = "fp16", device = "auto";
   int warmup = -1, runs = -1, threads = 0;  ///< -1: the backend's default (CUDA 20 / 200, CPU 2 / 10)
   std::string sweep, csv, sweep_csv;
+  std::string batch_sweep, batch_csv;  ///< batch sizes through one engine (frames/s per batch), its CSV
   bool layers = false;
   bool no_cuda_graph = false;
   bool no_autotune = false;                                  ///< CudaOptions::autotune = false
