@@ -563,6 +563,15 @@ TEST_F(Cli, BenchBatchSweepIsChecked) {
       scn_cli(base + "--features " + quote(features_) + " --indices " + quote(two) + " --grid 9x8x8 --batch-sweep 1,2");
   EXPECT_EQ(batch.code, 1);
   EXPECT_NE(batch.err.find(two + ": row 7 has batch index 1"), std::string::npos) << batch.err;
+  // synthetic frames: B different frames of N voxels each
+  const std::string csv = dir_ + "/batches_synthetic.csv";
+  const std::string model = scn::test::write_model(nuscenes_grid_model(), "nuscenes_grid_batches.onnx");
+  const Result syn = scn_cli("bench " + quote(model) + " --device cpu --warmup 0 --runs 1 --synthetic 1000 " +
+                             "--batch-sweep 2,1 --batch-csv " + quote(csv));
+  ASSERT_EQ(syn.code, 0) << syn.out << syn.err;
+  const std::string text = read_file(csv);
+  EXPECT_NE(text.find("\n2,2000,1,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n1,1000,1,"), std::string::npos) << text;
 }
 
 TEST_F(Cli, PlotScriptDrawsBothPanels) {
