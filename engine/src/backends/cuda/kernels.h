@@ -117,8 +117,10 @@ struct SiteOrderBuffers {
 /// Generated set `s` (bits, ranks and count built) in neighbour-row order, in place of launch_emit_coords: its
 /// coordinates emitted by rank into t.coords_by_rank, each row's key (which of the six kernel rows at the neighbouring
 /// planes i0 - 1 and i0 + 1 hold a site), a stable counting sort by key, then s.perm[rank] = row and s.coords[row].
-/// Deterministic.
-void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl = false);
+/// Deterministic. `max_blocks` > 0 caps the keys' and scatter kernels' grids below their default (a few blocks per SM),
+/// so that tests make blocks walk several groups.
+void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl = false,
+                       int max_blocks = 0);
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
 /// Which kernel builds submanifold and strided maps (both give bitwise the same map): by kernel rows

@@ -7,12 +7,15 @@
 // a group — leaves whole offsets and blocks without a neighbour. Each output row's sum is the same
 // wherever the row sits, so the outputs are bitwise those of bitmap order; only the work changes.
 //
-//   order_keys_kernel:    key per row (by rank), a histogram of keys per group of kSiteOrderRows rows
+//   order_keys_kernel:    key per row (by rank), a histogram of keys per group of kSiteOrderRows rows (a block per
+//                         group at a time, the grid capped by the SMs)
 //   order_scan_kernel:    a block per key: exclusive prefix of its counts over the groups, and its total
 //   order_scatter_kernel: row = rows of smaller keys + rows of the same key in earlier groups + in its
 //                         own group before it (stable), perm[rank] = row, coords[row] = the rank's coordinates
 // Three short launches of one row per thread: on the map stream beside the convs, a kernel's latency chain
 // (not its bytes) is what the next level's first conv may wait for.
+#include <algorithm>
+
 #include "backends/cuda/block_scan.cuh"
 #include "backends/cuda/common.cuh"
 
@@ -20,7 +23,8 @@ namespace scn::cuda {
 
 namespace {
 
-constexpr int kOrderThreads = kSiteOrderRows;  // one row per thread, one group of rows per block
+constexpr int kOrderThreads = kSiteOrderRows;  // one row per thread, one group of rows per block at a time
+constexpr int kOrderBlocksPerSm = 4;
 constexpr int kOrderWarps = kOrderThreads / 32;
 static_assert(kOrderThreads % 32 == 0 && kOrderThreads <= 1024, "order block layout");
 static_assert(kSiteOrderKeys <= kOrderThreads && kSiteOrderKeys <= 255, "one thread per key; keys fit a byte");
@@ -65,20 +69,26 @@ __device__ __forceinline__ uint32_t neighbour_rows_key(const SiteIndex& s, int4 
   return key;
 }
 
+// The keys and scatter kernels walk the frame's groups with a grid capped by the SMs (launch_site_order), not one
+// block per group of the capacity: an engine planned for more rows (a larger batch, the bounds) would otherwise launch
+// thousands of blocks that only return, beside the convs.
 __global__ void __launch_bounds__(kOrderThreads) order_keys_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
   wait_previous_kernel(let_next);
-  if (blockIdx.x >= order_groups(s)) return;  // block-uniform
   __shared__ uint32_t hist[kSiteOrderKeys];
-  if (threadIdx.x < kSiteOrderKeys) hist[threadIdx.x] = 0;
-  __syncthreads();
-  const int64_t r = int64_t(blockIdx.x) * kSiteOrderRows + threadIdx.x;
-  if (r < rows_of(s.count, s.cap)) {
-    const uint32_t key = neighbour_rows_key(s, t.coords_by_rank[r]);
-    t.keys[r] = uint8_t(key);
-    atomicAdd(&hist[key], 1u);  // a count: the order of the additions does not matter
+  const int64_t groups = order_groups(s), n = rows_of(s.count, s.cap);
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {  // block-uniform
+    if (threadIdx.x < kSiteOrderKeys) hist[threadIdx.x] = 0;
+    __syncthreads();
+    const int64_t r = g * kSiteOrderRows + threadIdx.x;
+    if (r < n) {
+      const uint32_t key = neighbour_rows_key(s, t.coords_by_rank[r]);
+      t.keys[r] = uint8_t(key);
+      atomicAdd(&hist[key], 1u);  // a count: the order of the additions does not matter
+    }
+    __syncthreads();
+    if (threadIdx.x < kSiteOrderKeys) t.hist[int64_t(threadIdx.x) * order_stride(s) + g] = hist[threadIdx.x];
+    __syncthreads();  // read before the next group clears it
   }
-  __syncthreads();
-  if (threadIdx.x < kSiteOrderKeys) t.hist[int64_t(threadIdx.x) * order_stride(s) + blockIdx.x] = hist[threadIdx.x];
 }
 
 // Block k: the exclusive prefix of key k's counts over the groups (in place) and key k's total, stored after
@@ -94,49 +104,56 @@ __global__ void __launch_bounds__(256) order_scan_kernel(SiteIndex s, SiteOrderB
 
 __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
   wait_previous_kernel(let_next);
-  if (blockIdx.x >= order_groups(s)) return;                  // block-uniform
   __shared__ uint32_t total[kSiteOrderKeys];                  // rows per key in the set
   __shared__ uint32_t per_warp[kOrderWarps][kSiteOrderKeys];  // the group's rows per warp and key
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-  const int64_t r = int64_t(blockIdx.x) * kSiteOrderRows + threadIdx.x;
-  const bool valid = r < rows_of(s.count, s.cap);
-  // the row's own loads first: they overlap the key totals' loads and prefix
-  const uint32_t key = valid ? t.keys[r] : 0xffu;  // 0xff: no row (a group of its own, skipped)
-  const int4 c = valid ? t.coords_by_rank[r] : int4{};
-  uint32_t in_groups = 0;  // thread k < kSiteOrderKeys: rows of key k in the groups before this one
-  if (threadIdx.x < kSiteOrderKeys) {
-    total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + threadIdx.x];
-    in_groups = t.hist[int64_t(threadIdx.x) * order_stride(s) + blockIdx.x];
-    for (int w = 0; w < kOrderWarps; ++w) per_warp[w][threadIdx.x] = 0;
-  }
-  __syncthreads();
-  const uint32_t same = __match_any_sync(0xffffffffu, key);
-  const uint32_t before_in_warp = uint32_t(__popc(same & ((1u << lane) - 1u)));
-  if (valid && before_in_warp == 0) per_warp[warp][key] = uint32_t(__popc(same));
-  // thread k: the first row of key k in this group = rows of smaller keys + rows of key k in earlier groups
-  uint32_t first = in_groups;
-  if (threadIdx.x < kSiteOrderKeys)
-    for (int k = 0; k < int(threadIdx.x); ++k) first += total[k];
-  __syncthreads();  // per_warp complete; every thread has read `total`
-  if (threadIdx.x < kSiteOrderKeys) total[threadIdx.x] = first;
-  __syncthreads();
-  if (valid) {
-    uint32_t row = total[key] + before_in_warp;
-    for (int w = 0; w < warp; ++w) row += per_warp[w][key];
-    s.perm[r] = int32_t(row);
-    s.coords[row] = c;
+  const int64_t groups = order_groups(s), n = rows_of(s.count, s.cap);
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {  // block-uniform
+    const int64_t r = g * kSiteOrderRows + threadIdx.x;
+    const bool valid = r < n;
+    // the row's own loads first: they overlap the key totals' loads and prefix
+    const uint32_t key = valid ? t.keys[r] : 0xffu;  // 0xff: no row (a group of its own, skipped)
+    const int4 c = valid ? t.coords_by_rank[r] : int4{};
+    uint32_t in_groups = 0;  // thread k < kSiteOrderKeys: rows of key k in the groups before this one
+    if (threadIdx.x < kSiteOrderKeys) {
+      total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + threadIdx.x];
+      in_groups = t.hist[int64_t(threadIdx.x) * order_stride(s) + g];
+      for (int w = 0; w < kOrderWarps; ++w) per_warp[w][threadIdx.x] = 0;
+    }
+    __syncthreads();
+    const uint32_t same = __match_any_sync(0xffffffffu, key);
+    const uint32_t before_in_warp = uint32_t(__popc(same & ((1u << lane) - 1u)));
+    if (valid && before_in_warp == 0) per_warp[warp][key] = uint32_t(__popc(same));
+    // thread k: the first row of key k in this group = rows of smaller keys + rows of key k in earlier groups
+    uint32_t first = in_groups;
+    if (threadIdx.x < kSiteOrderKeys)
+      for (int k = 0; k < int(threadIdx.x); ++k) first += total[k];
+    __syncthreads();  // per_warp complete; every thread has read `total`
+    if (threadIdx.x < kSiteOrderKeys) total[threadIdx.x] = first;
+    __syncthreads();
+    if (valid) {
+      uint32_t row = total[key] + before_in_warp;
+      for (int w = 0; w < warp; ++w) row += per_warp[w][key];
+      s.perm[r] = int32_t(row);
+      s.coords[row] = c;
+    }
+    __syncthreads();  // total and per_warp read before the next group overwrites them
   }
 }
 
 }  // namespace
 
-void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl) {
+void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl,
+                       int max_blocks) {
   // the coordinates by rank into the temporary (the rows' order is not known yet)
   SiteIndex by_rank = s;
   by_rank.coords = t.coords_by_rank;
   by_rank.perm = nullptr;
   launch_emit_coords(by_rank, sm_count, st, pdl);
-  const unsigned blocks = unsigned(order_stride(s));
+  // one block per group up to about what is resident at once (256 threads of ~54 registers: four per SM); larger
+  // sets loop, as a second wave of blocks would run anyway
+  const int64_t cap_blocks = max_blocks > 0 ? max_blocks : int64_t(sm_count) * kOrderBlocksPerSm;
+  const unsigned blocks = unsigned(std::min<int64_t>(order_stride(s), cap_blocks));
   launch_chained(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
   launch_chained(order_scan_kernel, unsigned(kSiteOrderKeys), 256, 0, st, pdl, s, t);
