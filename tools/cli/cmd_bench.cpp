@@ -184,6 +184,25 @@ std::vector<double> timed_forwards(Engine& engine, int warmup, int runs, const s
   return ms;
 }
 
+/// One sweep point: the input bound (on CUDA the first frame of a size bucket is tuned there: counted, not
+/// timed), then the timed forwards.
+struct SweepPoint {
+  double bind_ms = 0;
+  bool tuned = false;
+  std::vector<double> ms;
+};
+SweepPoint bind_and_time(Engine& engine, const Input& in, int warmup, int runs, const InputLabels& labels,
+                         const std::string& what) {
+  SweepPoint p;
+  const int passes = engine.autotune_passes();
+  const int64_t t_bind = now_ns();
+  engine.set_input(0, in.features, in.indices, in.grid, in.batch, labels);
+  p.bind_ms = ms_since(t_bind);
+  p.tuned = engine.autotune_passes() > passes;
+  p.ms = timed_forwards(engine, warmup, runs, what);
+  return p;
+}
+
 /// --batch-sweep: each batch size's input (prepared before the engine was built for the largest) bound and
 /// timed in turn on one engine. A failing batch size ends the sweep; the sizes before it are still
 /// reported. Returns the error of the failing size, or "".
@@ -195,27 +214,21 @@ std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, in
   batch_csv << "batch,voxels,runs,median_ms,p99_ms,mean_ms,min_ms,max_ms,frames_per_s\n";
   double first_fps = 0;
   for (const Input& in : inputs) {
-    double bind_ms = 0;
-    int tuned = 0;
-    std::vector<double> ms;
+    SweepPoint p;
     try {
-      const int passes = engine.autotune_passes();
-      const int64_t t_bind = now_ns();
-      engine.set_input(0, in.features, in.indices, in.grid, in.batch, labels);
-      bind_ms = ms_since(t_bind);
-      tuned = engine.autotune_passes() - passes;
-      ms = timed_forwards(engine, warmup, runs, "batch " + std::to_string(in.batch));
+      p = bind_and_time(engine, in, warmup, runs, labels, "batch " + std::to_string(in.batch));
     } catch (const std::exception& e) {
       if (!t.empty()) std::printf("\n%s", t.str("  ").c_str());
       return "batch sweep stopped at batch " + std::to_string(in.batch) + ": " + e.what();
     }
+    const std::vector<double>& ms = p.ms;
     const Stats st = compute_stats(ms);
     const double fps = st.median > 0 ? 1000.0 * in.batch / st.median : 0.0;
     const int fps_digits = fps < 100 ? 2 : 0;
     if (first_fps == 0) first_fps = fps;
     const int64_t n = in.indices.dim(0);
     t.add({std::to_string(in.batch), std::to_string(n), ms3(st.median), ms3(st.p99), fixed(fps, fps_digits),
-           fixed(first_fps > 0 ? fps / first_fps : 0.0, 2), fixed(bind_ms, 1), tuned ? "yes" : ""});
+           fixed(first_fps > 0 ? fps / first_fps : 0.0, 2), fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});
     std::printf("  batch %4d: median %s ms, %s frames/s\n", in.batch, ms3(st.median).c_str(),
                 fixed(fps, fps_digits).c_str());
     std::fflush(stdout);
@@ -396,27 +409,21 @@ int run_bench(const BenchArgs& a) {
       // A failing point ends the sweep; the points before it are still reported and written.
       Input in;
       double gen_ms = 0;
-      double bind_ms = 0;
-      int tuned = 0;
-      std::vector<double> ms;
+      SweepPoint p;
       try {
         const int64_t t_gen = now_ns();
         in = synthetic_input(so, v, a.batch);
         gen_ms = ms_since(t_gen);
-        const int passes = engine->autotune_passes();
-        const int64_t t_bind = now_ns();
-        engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
-        bind_ms = ms_since(t_bind);
-        tuned = engine->autotune_passes() - passes;
-        ms = timed_forwards(*engine, warmup, runs, std::to_string(v) + " voxels");
+        p = bind_and_time(*engine, in, warmup, runs, labels, std::to_string(v) + " voxels");
       } catch (const std::exception& e) {
         sweep_error = "sweep stopped at " + std::to_string(v) + " voxels: " + e.what();
         break;
       }
+      const std::vector<double>& ms = p.ms;
       const Stats st = compute_stats(ms);
       const int64_t n = in.indices.dim(0);
       t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1),
-             fixed(bind_ms, 1), tuned ? "yes" : ""});
+             fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});
       std::printf("  %8lld voxels: median %s ms\n", static_cast<long long>(n), ms3(st.median).c_str());
       std::fflush(stdout);
       sweep_csv << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','

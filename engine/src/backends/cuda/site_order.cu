@@ -104,19 +104,25 @@ __global__ void __launch_bounds__(256) order_scan_kernel(SiteIndex s, SiteOrderB
 
 __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex s, SiteOrderBuffers t, bool let_next) {
   wait_previous_kernel(let_next);
-  __shared__ uint32_t total[kSiteOrderKeys];                  // rows per key in the set
+  __shared__ uint32_t total[kSiteOrderKeys];                  // rows per key in the set, then per group its first row
   __shared__ uint32_t per_warp[kOrderWarps][kSiteOrderKeys];  // the group's rows per warp and key
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const int64_t groups = order_groups(s), n = rows_of(s.count, s.cap);
+  // thread k < kSiteOrderKeys: rows of the smaller keys in the whole set (the same for every group)
+  if (threadIdx.x < kSiteOrderKeys)
+    total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + threadIdx.x];
+  __syncthreads();
+  uint32_t smaller = 0;
+  if (threadIdx.x < kSiteOrderKeys)
+    for (int k = 0; k < int(threadIdx.x); ++k) smaller += total[k];
+  __syncthreads();  // every thread has read `total`: the groups below reuse it
   for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {  // block-uniform
     const int64_t r = g * kSiteOrderRows + threadIdx.x;
     const bool valid = r < n;
-    // the row's own loads first: they overlap the key totals' loads and prefix
     const uint32_t key = valid ? t.keys[r] : 0xffu;  // 0xff: no row (a group of its own, skipped)
     const int4 c = valid ? t.coords_by_rank[r] : int4{};
     uint32_t in_groups = 0;  // thread k < kSiteOrderKeys: rows of key k in the groups before this one
     if (threadIdx.x < kSiteOrderKeys) {
-      total[threadIdx.x] = t.hist[int64_t(kSiteOrderKeys) * order_stride(s) + threadIdx.x];
       in_groups = t.hist[int64_t(threadIdx.x) * order_stride(s) + g];
       for (int w = 0; w < kOrderWarps; ++w) per_warp[w][threadIdx.x] = 0;
     }
@@ -124,12 +130,9 @@ __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex 
     const uint32_t same = __match_any_sync(0xffffffffu, key);
     const uint32_t before_in_warp = uint32_t(__popc(same & ((1u << lane) - 1u)));
     if (valid && before_in_warp == 0) per_warp[warp][key] = uint32_t(__popc(same));
+    __syncthreads();  // per_warp complete
     // thread k: the first row of key k in this group = rows of smaller keys + rows of key k in earlier groups
-    uint32_t first = in_groups;
-    if (threadIdx.x < kSiteOrderKeys)
-      for (int k = 0; k < int(threadIdx.x); ++k) first += total[k];
-    __syncthreads();  // per_warp complete; every thread has read `total`
-    if (threadIdx.x < kSiteOrderKeys) total[threadIdx.x] = first;
+    if (threadIdx.x < kSiteOrderKeys) total[threadIdx.x] = smaller + in_groups;
     __syncthreads();
     if (valid) {
       uint32_t row = total[key] + before_in_warp;
