@@ -165,20 +165,6 @@ TEST(CliHelpers, ParseCountList) {
     EXPECT_THROW(parse_count_list(bad), scn::Error) << bad;
 }
 
-TEST(CliHelpers, Stats) {
-  const Stats s = compute_stats({4, 1, 3, 2});
-  EXPECT_DOUBLE_EQ(s.median, 2.5);
-  EXPECT_DOUBLE_EQ(s.min, 1);
-  EXPECT_DOUBLE_EQ(s.max, 4);
-  EXPECT_DOUBLE_EQ(s.mean, 2.5);
-  EXPECT_DOUBLE_EQ(s.p99, 4);
-  std::vector<double> many(200);
-  for (int i = 0; i < 200; ++i) many[size_t(i)] = i;
-  const Stats m = compute_stats(many);
-  EXPECT_DOUBLE_EQ(m.p99, 197);  // nearest rank: ceil(0.99 * 200) = 198th value
-  EXPECT_DOUBLE_EQ(compute_stats({7, 1, 5}).median, 5);
-}
-
 TEST(CliHelpers, OutputPaths) {
   EXPECT_EQ(indices_path_for("out/x.tensor"), "out/x.indices.tensor");
   EXPECT_EQ(indices_path_for("y"), "y.indices.tensor");

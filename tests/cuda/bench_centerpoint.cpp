@@ -28,6 +28,7 @@
 #include "core/half.h"
 #include "engine/centerpoint_graph.h"
 #include "scn/engine.h"
+#include "scn/timing.h"
 #ifdef SCN_HAVE_SYNTH
 #include "synthetic_frame.h"
 #endif
@@ -35,24 +36,6 @@
 namespace {
 
 using namespace scn;
-
-struct Stats {
-  double median = 0, p99 = 0, mean = 0, min = 0, max = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  s.p99 = v[std::min(v.size() - 1, size_t(double(v.size()) * 0.99))];
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / double(v.size());
-  s.min = v.front();
-  s.max = v.back();
-  return s;
-}
 
 /// "FIELD=V,FIELD=V" -> pairs; an item without '=' is an error naming it.
 std::vector<std::pair<std::string, std::string>> parse_variant(const std::string& v) {
@@ -155,7 +138,7 @@ std::vector<LayerTiming> profile_median(Engine& e, int reps) {
   for (size_t s = 0; s < out.size(); ++s) {
     std::vector<double> v;
     for (const auto& r : all) v.push_back(r[s].ms);
-    out[s].ms = stats(v).median;
+    out[s].ms = summarize_timings(v).median;
   }
   return out;
 }
@@ -319,7 +302,7 @@ int main(int argc, char** argv) {
         "autotune) %.1f, after the first forward (graph) %.1f\n",
         double(after_build - before) / 1e6, double(after_input - before) / 1e6, double(after - before) / 1e6);
     const std::vector<float> ref = to_floats(e->output(0));
-    const Stats g = stats(e->time_forward(warmup, runs));
+    const TimingStats g = summarize_timings(e->time_forward(warmup, runs));
     std::printf("\nCenterPoint, FP16, implicit GEMM, CUDA graph (%d runs after %d warm-up, each run timed alone):\n",
                 runs, warmup);
     put("graph_median_ms", g.median);
@@ -445,7 +428,7 @@ int main(int argc, char** argv) {
           rounds, std::max(1, runs / rounds));
       for (auto& v : vs) {
         Engine& en = v.engine ? *v.engine : *e;
-        const Stats s = stats(v.ms);
+        const TimingStats s = summarize_timings(v.ms);
         const auto prof = profile_median(en, 5);
         double convs = 0, other = 0;
         for (const auto& l : prof) (l.op == op_type_name(OpType::SparseConv) ? convs : other) += l.ms;
@@ -483,7 +466,7 @@ int main(int argc, char** argv) {
       o.cuda.map_lookahead = 0;
       auto e0 = b.build(o);
       e0->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(e0->time_forward(warmup, runs));
+      const TimingStats s = summarize_timings(e0->time_forward(warmup, runs));
       put("graph_maps_on_main_stream_median_ms", s.median);
       put("graph_maps_on_main_stream_rel_l2_vs_default", rel_l2(to_floats(e0->output(0)), ref));
     }
@@ -493,7 +476,7 @@ int main(int argc, char** argv) {
       o.cuda.map_lookahead = 2;
       auto e2 = b.build(o);
       e2->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(e2->time_forward(warmup, runs));
+      const TimingStats s = summarize_timings(e2->time_forward(warmup, runs));
       put("graph_map_lookahead2_median_ms", s.median);
       put("graph_map_lookahead2_workspace_MB", double(e2->workspace_bytes()) / 1e6);
     }
@@ -502,7 +485,7 @@ int main(int argc, char** argv) {
       o.cuda.autotune = false;
       auto eh = b.build(o);
       eh->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(eh->time_forward(warmup, runs));
+      const TimingStats s = summarize_timings(eh->time_forward(warmup, runs));
       put("graph_heuristic_configs_median_ms", s.median);
       put("graph_heuristic_configs_bitwise_equal_tuned", to_floats(eh->output(0)) == ref ? 1.0 : 0.0);
     }
@@ -512,7 +495,7 @@ int main(int argc, char** argv) {
       o.cuda.split = sp;
       auto es = b.build(o);
       es->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(es->time_forward(warmup, runs));
+      const TimingStats s = summarize_timings(es->time_forward(warmup, runs));
       const std::string k = "graph_split" + std::to_string(sp);
       put((k + "_median_ms").c_str(), s.median);
       put((k + "_rel_l2_vs_default").c_str(), rel_l2(to_floats(es->output(0)), ref));
@@ -526,7 +509,7 @@ int main(int argc, char** argv) {
     {
       auto e2 = b.build(cuda_opts(false));
       e2->set_input(0, frame.features, frame.indices, frame.grid, 1);
-      const Stats s = stats(e2->time_forward(warmup, runs));
+      const TimingStats s = summarize_timings(e2->time_forward(warmup, runs));
       put("nograph_median_ms", s.median);
       put("nograph_p99_ms", s.p99);
     }
@@ -605,9 +588,9 @@ int main(int argc, char** argv) {
         }
         auto es = b.build(cuda_opts(true, 200000));
         es->set_input(0, in.features, in.indices, in.grid, 1);
-        Stats s;
+        TimingStats s;
         try {
-          s = stats(es->time_forward(10, quick ? 20 : 50));
+          s = summarize_timings(es->time_forward(10, quick ? 20 : 50));
         } catch (const std::exception& ex) {
           std::printf("  %8lld voxels: %s\n", static_cast<long long>(in.features.dim(0)), ex.what());
           continue;

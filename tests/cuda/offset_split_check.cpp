@@ -41,6 +41,7 @@
 #include "plan/int8_arith.h"
 #include "scn/error.h"
 #include "scn/tensor.h"
+#include "scn/timing.h"
 
 using namespace scn;
 using namespace scn::cuda;
@@ -205,8 +206,8 @@ std::pair<double, double> time_kernel(F launch, int runs, cudaStream_t st) {
     t[size_t(i)] = ms * 1000.0;
   }
   for (auto& e : ev) CK(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
+  const scn::TimingStats s = scn::summarize_timings(t);
+  return {s.median, s.min};
 }
 
 struct Row {

@@ -8,7 +8,6 @@
 // Medians of CUDA-event timings around graph launches, after warm-up. Exit 77 without a GPU.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,6 +17,7 @@
 #include "scn/error.h"
 #include "scn/onnx.h"
 #include "scn/points.h"
+#include "scn/timing.h"
 #include "scn/voxelize.h"
 
 namespace {
@@ -27,11 +27,6 @@ namespace {
     const cudaError_t e_ = (x);                                                               \
     if (e_ != cudaSuccess) throw scn::Error(std::string(#x) + ": " + cudaGetErrorString(e_)); \
   } while (0)
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 // Times `runs` launches of `exec` on `s` after `warmup` ones; milliseconds per launch.
 std::vector<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int warmup, int runs) {
@@ -120,9 +115,9 @@ int run(int argc, char** argv) {
     return exec;
   };
   cudaGraphExec_t both = capture(true, true), vox_only = capture(true, false), eng_only = capture(false, true);
-  const double t_both = median(time_graph(both, s, warmup, runs));
-  const double t_vox = median(time_graph(vox_only, s, warmup, runs));
-  const double t_eng = median(time_graph(eng_only, s, warmup, runs));
+  const double t_both = scn::summarize_timings(time_graph(both, s, warmup, runs)).median;
+  const double t_vox = scn::summarize_timings(time_graph(vox_only, s, warmup, runs)).median;
+  const double t_eng = scn::summarize_timings(time_graph(eng_only, s, warmup, runs)).median;
   vox->check_errors();
   engine->check_errors();
   std::printf("points      %s: %lld points, preset %s, %lld voxels, grid %dx%dx%d\n", pos[1].c_str(),

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "progress.h"
 #include "scn/onnx.h"
+#include "scn/timing.h"
 #include "synthetic_frame.h"
 
 namespace scn::cli {
@@ -222,7 +223,7 @@ std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, in
       return "batch sweep stopped at batch " + std::to_string(in.batch) + ": " + e.what();
     }
     const std::vector<double>& ms = p.ms;
-    const Stats st = compute_stats(ms);
+    const TimingStats st = summarize_timings(ms);
     const double fps = st.median > 0 ? 1000.0 * in.batch / st.median : 0.0;
     const int fps_digits = fps < 100 ? 2 : 0;
     if (first_fps == 0) first_fps = fps;
@@ -372,7 +373,7 @@ int run_bench(const BenchArgs& a) {
                                                                          : ", tuning cache: read, or tuned and written";
     std::printf("first bind %.1f ms (planning%s)\n", bind_ms, tiles);
     const std::vector<double> ms = timed_forwards(*engine, warmup, runs, "bench");
-    const Stats st = compute_stats(ms);
+    const TimingStats st = summarize_timings(ms);
     std::printf(
         "latency    median %s ms, p99 %s ms, mean %s ms, min %s ms, max %s ms, std %s ms (%d runs after %d "
         "warm-up)\n",
@@ -420,7 +421,7 @@ int run_bench(const BenchArgs& a) {
         break;
       }
       const std::vector<double>& ms = p.ms;
-      const Stats st = compute_stats(ms);
+      const TimingStats st = summarize_timings(ms);
       const int64_t n = in.indices.dim(0);
       t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1),
              fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "scn/calibrate.h"
 #include "scn/onnx.h"
+#include "scn/timing.h"
 
 namespace scn::cli {
 
@@ -133,7 +134,7 @@ int run_run(const RunArgs& a) {
     const std::vector<double> more = engine->time_forward(0, a.repeat - 1);
     times.insert(times.end(), more.begin(), more.end());
   }
-  const Stats st = compute_stats(times);
+  const TimingStats st = summarize_timings(times);
 
   const DType file_dtype = opts.precision == Precision::Fp32 ? DType::Float32 : DType::Float16;
   OutputSet files;

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common.h"
 #include "scn/points.h"
+#include "scn/timing.h"
 
 namespace scn::cli {
 
@@ -68,7 +69,7 @@ int run_voxelize(const VoxelizeArgs& a) {
               c.max_points_per_voxel);
   std::printf("time        %.3f ms (first run, with the copies)\n", ms);
   if (!times.empty()) {
-    const Stats st = compute_stats(times);
+    const TimingStats st = summarize_timings(times);
     std::printf("bench       median %.1f us, min %.1f us, p99 %.1f us over %lld runs (%d warm-up)\n", st.median * 1e3,
                 st.min * 1e3, st.p99 * 1e3, static_cast<long long>(st.count), a.warmup);
   }

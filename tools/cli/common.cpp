@@ -84,25 +84,6 @@ std::vector<int64_t> parse_count_list(const std::string& text) {
   return out;
 }
 
-Stats compute_stats(std::vector<double> v) {
-  Stats s;
-  s.count = int64_t(v.size());
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  s.p99 = v[std::min(n - 1, size_t(std::ceil(0.99 * double(n))) - 1)];
-  s.min = v.front();
-  s.max = v.back();
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / double(n);
-  double sq = 0;
-  for (double x : v) sq += (x - s.mean) * (x - s.mean);
-  s.stddev = std::sqrt(sq / double(n));
-  return s;
-}
-
 std::string format_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -18,13 +18,6 @@ Int3 parse_grid(const std::string& text);
 /// comma-separated list "5000,80000". Values must be positive.
 std::vector<int64_t> parse_count_list(const std::string& text);
 
-struct Stats {
-  int64_t count = 0;
-  double median = 0, p99 = 0, mean = 0, min = 0, max = 0, stddev = 0;
-};
-/// Median, 99th percentile (nearest rank), mean, min, max, population standard deviation.
-Stats compute_stats(std::vector<double> values);
-
 std::string format_bytes(double bytes);
 /// Fixed notation with `digits` decimals.
 std::string fixed(double v, int digits = 3);

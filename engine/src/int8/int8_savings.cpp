@@ -1,20 +1,15 @@
 // measure_int8_savings (scn/calibrate.h): the time each node saves in int8 on a device, from the
 // per-step profiles of the model's fp16 and all-int8 engines — what a timed precision search
 // (PrecisionSearchOptions::int8_savings_ms) weighs the nodes by.
-#include <algorithm>
 #include <set>
 
 #include "scn/calibrate.h"
 #include "scn/error.h"
+#include "scn/timing.h"
 
 namespace scn {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// Per node: the median over `repeats` profiles of the summed step times that belong to it (every step
 /// but the kernel maps, the input and the densify, which run alike in both precisions; a Convert step
@@ -33,7 +28,7 @@ std::map<std::string, double> node_times(Engine& e, int repeats, const char* wha
     for (const auto& [node, ms] : sum) runs[node].push_back(ms);
   }
   std::map<std::string, double> med;
-  for (const auto& [node, v] : runs) med[node] = median(v);
+  for (const auto& [node, v] : runs) med[node] = summarize_timings(v).median;
   return med;
 }
 
@@ -47,7 +42,7 @@ double time_int8_plan(Calibrator& cal, const std::map<std::string, QuantAttrs>& 
   o.precision = Precision::Int8;
   std::unique_ptr<Engine> e = with_int8_attributes(cal.model(), attributes).build(o);
   e->set_input(0, frame.features, frame.indices, frame.grid, frame.batch_size, frame.labels);
-  return median(e->time_forward(warmup, runs));
+  return summarize_timings(e->time_forward(warmup, runs)).median;
 }
 
 std::map<std::string, double> measure_int8_savings(Calibrator& cal, const CalibrationOptions& calibration,

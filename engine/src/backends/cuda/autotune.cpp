@@ -14,6 +14,7 @@
 #include "backends/cuda/tile_choice.h"
 #include "core/options.h"
 #include "plan/tuning_cache.h"
+#include "scn/timing.h"
 
 namespace scn::cuda {
 
@@ -102,19 +103,20 @@ void CudaEngine::autotune() {
       launch(k, a);
       // the median of 11 launches: candidates are often within 1-2 us, and a median of 5 picked
       // a slower tile for some layers from run to run
-      std::vector<float> t(11);
-      for (float& v : t) {
+      std::vector<double> t(11);
+      for (double& v : t) {
         SCN_CUDA_CHECK(cudaEventRecord(e0, own_stream_));
         launch(k, a);
         SCN_CUDA_CHECK(cudaEventRecord(e1, own_stream_));
         SCN_CUDA_CHECK(cudaEventSynchronize(e1));
-        SCN_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
+        float ms = 0.f;
+        SCN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        v = ms;
       }
-      std::sort(t.begin(), t.end());
-      const float med = t[t.size() / 2];
+      const double med = summarize_timings(t).median;
       if (trace)
         std::fprintf(stderr, "[autotune] %s %s %.4f ms\n", graph_->nodes[size_t(c.node)].name.c_str(),
-                     k.osplit >= 0 ? osplit_config(k.osplit).name : igemm_config(id).name, double(med));
+                     k.osplit >= 0 ? osplit_config(k.osplit).name : igemm_config(id).name, med);
       if (med < best_ms) {
         best_ms = med;
         best = k;
