@@ -86,6 +86,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   check_gpu_usable(prop, device_);
   igemm_init();
   osplit_init();
+  site_order_init();
 
   validate_cuda_tiles(opt(), compiled_tile_names(), compiled_osplit_names());
   autotune_ = opt().autotune;

@@ -121,6 +121,9 @@ struct SiteOrderBuffers {
 /// so that tests make blocks walk several groups.
 void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl = false,
                        int max_blocks = 0);
+/// Reads the site order kernels' occupancy on the current device (once per device; launch_site_order reads it too,
+/// so this only moves the query ahead of graph capture).
+void site_order_init();
 
 // ---- kernel_map.cu ----------------------------------------------------------------------------
 /// Which kernel builds submanifold and strided maps (both give bitwise the same map): by kernel rows

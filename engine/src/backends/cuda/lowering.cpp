@@ -467,15 +467,14 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
   const Graph& g = *graph_;
   const GraphAnalysis& ana = an();
   LayerTiming t;
+  t.node = g.nodes[size_t(st.node)].name;  // every step belongs to a node
   switch (st.kind) {
     case StepKind::Input:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = kStepInput;
       t.algorithm = "validate+convert+bitmap-rank";
       break;
     case StepKind::Map: {
       const MapSlot& m = ana.maps[size_t(st.slot)];
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = kStepKernelMap;
       t.algorithm = m.kind == MapKind::Subm      ? "subm bitmap-rank"
                     : m.kind == MapKind::Strided ? "strided bitmap-rank (sites+map)"
@@ -484,7 +483,6 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
     }
     case StepKind::Conv: {
       const ConvPlan& c = convs_[size_t(fusion().conv_of_node[size_t(st.node)])];
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::SparseConv);
       t.algorithm = detail::concat(conv_kernel_name(c), " (",
                                    c.osplit >= 0 ? osplit_blocks_per_sm(c.osplit) : igemm_blocks_per_sm(c.cfg), "/SM, ",
@@ -494,33 +492,27 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
       break;
     }
     case StepKind::Add:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::Add);
       t.algorithm = "elementwise";
       break;
     case StepKind::Relu:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::Relu);
       t.algorithm = "elementwise";
       break;
     case StepKind::Concat:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::Concat);
       t.algorithm = "copy";
       break;
     case StepKind::Densify:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::ScatterDense);
       t.algorithm = "densify (zeros+scatter+transpose fused)";
       break;
     case StepKind::Permute:
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = op_type_name(OpType::Transpose);
       t.algorithm = "permute";
       break;
     case StepKind::Convert: {
       const Shadow& sh = shadows_[size_t(st.slot)];
-      t.node = g.nodes[size_t(st.node)].name;
       t.op = kStepConvert;
       t.algorithm = detail::concat(sh.to_q ? "quantize fp16->int8 '" : "dequantize int8->fp16 '",
                                    g.values[size_t(sh.value)].name, "'");

@@ -18,13 +18,13 @@
 
 #include "backends/cuda/block_scan.cuh"
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/per_device.h"
 
 namespace scn::cuda {
 
 namespace {
 
 constexpr int kOrderThreads = kSiteOrderRows;  // one row per thread, one group of rows per block at a time
-constexpr int kOrderBlocksPerSm = 4;
 constexpr int kOrderWarps = kOrderThreads / 32;
 static_assert(kOrderThreads % 32 == 0 && kOrderThreads <= 1024, "order block layout");
 static_assert(kSiteOrderKeys <= kOrderThreads && kSiteOrderKeys <= 255, "one thread per key; keys fit a byte");
@@ -144,6 +144,18 @@ __global__ void __launch_bounds__(kOrderThreads) order_scatter_kernel(SiteIndex 
   }
 }
 
+/// Blocks of the keys and of the scatter kernel resident on one SM of device `d` at once (the lower of the two,
+/// at least 1): the grid cap, since a second wave of blocks would only walk groups the first could have walked.
+int order_blocks_per_sm(int d) {
+  static PerDevice<int> table;
+  return table.get_or_make(d, [] {
+    int keys = 0, scatter = 0;
+    SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&keys, order_keys_kernel, kOrderThreads, 0));
+    SCN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&scatter, order_scatter_kernel, kOrderThreads, 0));
+    return std::max(1, std::min(keys, scatter));
+  });
+}
+
 }  // namespace
 
 void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cudaStream_t st, bool pdl,
@@ -153,9 +165,9 @@ void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cud
   by_rank.coords = t.coords_by_rank;
   by_rank.perm = nullptr;
   launch_emit_coords(by_rank, sm_count, st, pdl);
-  // one block per group up to about what is resident at once (256 threads of ~54 registers: four per SM); larger
-  // sets loop, as a second wave of blocks would run anyway
-  const int64_t cap_blocks = max_blocks > 0 ? max_blocks : int64_t(sm_count) * kOrderBlocksPerSm;
+  // one block per group up to what is resident at once; larger sets loop, as a second wave of blocks would run anyway
+  const int64_t cap_blocks =
+      max_blocks > 0 ? max_blocks : int64_t(sm_count) * order_blocks_per_sm(current_cuda_device());
   const unsigned blocks = unsigned(std::min<int64_t>(order_stride(s), cap_blocks));
   launch_chained(order_keys_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
@@ -164,5 +176,7 @@ void launch_site_order(SiteIndex s, const SiteOrderBuffers& t, int sm_count, cud
   launch_chained(order_scatter_kernel, blocks, kOrderThreads, 0, st, pdl, s, t);
   SCN_CUDA_LAUNCHED();
 }
+
+void site_order_init() { order_blocks_per_sm(current_cuda_device()); }
 
 }  // namespace scn::cuda
