@@ -435,6 +435,26 @@ TEST(CudaBackend, Deterministic) {
     auto e8 = b.build(o);
     EXPECT_TRUE(first == to_bytes(run(*e8, {in}).outputs[0])) << "sites built ahead differ";
   }
+  {
+    // the default split class follows the planned batch: an engine planned for two frames sums the 128-channel
+    // convs unsplit (the bits of split = 1, tuned or heuristic), one planned for a single frame splits them on sm_90
+    auto split_convs = [](Engine& e) {
+      int n = 0;
+      for (const auto& l : e.profile_layers())
+        n += l.algorithm.find("x2 (") != std::string::npos || l.algorithm.find("x2wg (") != std::string::npos;
+      return n;
+    };
+    const int default_split = split_convs(*e1);
+    BuildOptions o = cuda_options(true, 0, 2);
+    auto eb = b.build(o);
+    o.cuda.split = 1;
+    o.cuda.autotune = false;
+    auto eb1 = b.build(o);
+    const auto ob = to_bytes(run(*eb, {in}).outputs[0]);
+    EXPECT_TRUE(ob == to_bytes(run(*eb1, {in}).outputs[0])) << "a batch engine's default is not the unsplit class";
+    EXPECT_EQ(split_convs(*eb), 0) << "an engine planned for two frames splits a conv";
+    EXPECT_EQ(ob == first, default_split == 0) << "the one-frame engine's class";
+  }
   // split-K over kernel offsets (clusters): a different summation order, but one per class (by
   // default the 128-channel level splits in two on sm_90; 1 = no split anywhere, 2 = every deep layer)
   for (int classes : {1, 2}) {

@@ -82,8 +82,10 @@ struct CudaOptions {
   /// (measured: docs/benchmarks.md, session 26).
   bool stream_priorities = false;
   CudaProgrammaticLaunch programmatic_launch = CudaProgrammaticLaunch::LastEpilogue;
-  /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape (128 -> 128
-  /// channel 3x3x3 convs split in two on sm_90, others unsplit), 1 = unsplit, 2 = split in two.
+  /// Split-K class of every fp16 conv with >= 64 output channels: 0 = by layer shape and planned batch
+  /// (128 -> 128 channel 3x3x3 convs split in two on sm_90 when max_batch is 1, others unsplit; an engine
+  /// planned for several frames sums those convs unsplit, so its bits differ from a one-frame engine's there),
+  /// 1 = unsplit, 2 = split in two.
   int split = 0;
   /// Offset groups of the 16- and 32-channel 3x3x3 convs (16 -> 16, 32 -> 32, 16 -> 32), which fixes
   /// the fp16 summation order like `split`: 0 = by GPU (the warp-independent osplit kernel with two

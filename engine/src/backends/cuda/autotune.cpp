@@ -160,6 +160,7 @@ TuningCache CudaEngine::tuning_key() const {
   for (const SiteInfo& si : sites_) caps += (caps.empty() ? "" : ",") + std::to_string(si.cap);
   k.key.emplace_back("capacities", caps);
   k.key.emplace_back("split", std::to_string(opt().split));
+  k.key.emplace_back("max_batch", std::to_string(options_.max_batch));  // the default split class follows it
   k.key.emplace_back("offset_groups", std::to_string(opt().offset_groups));
   // the tiles were timed on rows in this order (either order gives the same bits, not the same times)
   k.key.emplace_back("site_order", std::to_string(int(opt().site_order)));

@@ -163,7 +163,8 @@ void CudaEngine::choose_tiles() {
     else if (forced_cfg_ >= 0 && igemm_config_fits(forced_cfg_, c.cin_p, cc_major_, c.K, c.mode))
       c.cfg = forced_cfg_;
     else
-      c.cfg = choose_config(shape, cc_major_, forced_cfg_ >= 0 ? 1 : split_for(shape, cc_major_, opt().split));
+      c.cfg = choose_config(shape, cc_major_,
+                            forced_cfg_ >= 0 ? 1 : split_for(shape, cc_major_, opt().split, options_.max_batch));
     SCN_CHECK(c.cfg >= 0 || c.osplit >= 0, g().source, ": ", g().describe(c.node),
               ": no implicit-GEMM configuration for ", c.cin, " -> ", c.cout, " channels (kernel mode ", c.mode, ")");
     c.split = c.cfg >= 0 ? igemm_config(c.cfg).split : 1;

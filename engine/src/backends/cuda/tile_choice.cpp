@@ -102,10 +102,13 @@ bool same_split_class(const IgemmConfig& k, const ConvShape& c, int split) {
   return exact_sums(c.mode) || k.split == split;
 }
 
-int split_for(const ConvShape& c, int cc_major, int split_override) {
+int split_for(const ConvShape& c, int cc_major, int split_override, int max_batch) {
   if (cc_major < 9 || c.K > 32 || c.mode != 0) return 1;
   if (split_override > 0) return c.cout_p >= 64 ? split_override : 1;
-  return c.cin_p >= 128 && c.cout_p >= 128 && c.K >= 27 ? 2 : 1;
+  // One frame's deepest level leaves SMs idle under unsplit tiles (CenterPoint: 10k rows, 81 tiles of 128 rows
+  // for 132 SMs), so its 128-channel convs split their offsets over two CTAs. An engine planned for several frames
+  // has tiles for every SM, and there the split's cluster reduction costs more than it saves.
+  return max_batch == 1 && c.cin_p >= 128 && c.cout_p >= 128 && c.K >= 27 ? 2 : 1;
 }
 
 std::vector<int> tune_candidates(const ConvShape& c, int cc, int split) {

@@ -19,10 +19,11 @@ struct ConvShape {
 constexpr bool exact_sums(int mode) { return mode == 2; }
 
 /// Split-K class: configs of one class sum in one order (bitwise-identical results), so it is fixed
-/// by the layer's shape, never by the tuner. `split_override` (CudaOptions::split): 0 = by shape
-/// (128 -> 128-channel or wider 3x3x3 fp16 convs split in two on sm_90), 1 or 2 = that class for
-/// every fp16 conv with >= 64 output channels.
-int split_for(const ConvShape& c, int cc_major, int split_override);
+/// by the layer's shape and the engine's planned batch, never by the tuner. `split_override`
+/// (CudaOptions::split): 0 = by shape and batch (128 -> 128-channel or wider 3x3x3 fp16 convs split in two on
+/// sm_90 in an engine planned for one frame, `max_batch` 1), 1 or 2 = that class for every fp16 conv with
+/// >= 64 output channels.
+int split_for(const ConvShape& c, int cc_major, int split_override, int max_batch);
 
 /// True when config `k` sums a conv's partial sums like the configs of split class `split`: of that
 /// class in fp16 (modes 0 and 1), any split with int8 operands (mode 2: int32 sums are exact), so the
