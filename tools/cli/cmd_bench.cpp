@@ -69,9 +69,10 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
   add_site_order_option(c, a.site_order);
-  c->add_option("--split", a.split,
-                "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape, 1 = unsplit, "
-                "2 = split in two")
+  c->add_option(
+       "--split", a.split,
+       "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape and --batch, 1 = unsplit, "
+       "2 = split in two")
       ->capture_default_str()
       ->check(CLI::Range(0, 2));
   c->add_option("--tune-skip", a.tune_skip,

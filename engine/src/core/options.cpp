@@ -46,7 +46,7 @@ void validate(const BuildOptions& o) {
   SCN_CHECK(c.map_lookahead >= 0,
             "BuildOptions.cuda.map_lookahead must be >= 0 (0 = kernel maps on the main stream), got ", c.map_lookahead);
   SCN_CHECK(c.split >= 0 && c.split <= 2, "BuildOptions.cuda.split = ", c.split,
-            " is not one of 0 (by layer shape), 1 (unsplit), 2 (split in two)");
+            " is not one of 0 (by layer shape and max_batch), 1 (unsplit), 2 (split in two)");
   SCN_CHECK(c.offset_groups >= 0 && c.offset_groups <= 2, "BuildOptions.cuda.offset_groups = ", c.offset_groups,
             " is not one of 0 (by GPU), 1 (implicit-GEMM tiles), 2 (osplit, two offset groups)");
   const int pl = int(c.programmatic_launch);
