@@ -89,7 +89,9 @@ class Engine:
 
     device: "auto" (CUDA when scn has it and a GPU is visible, else CPU), "cpu", "cuda" or "cuda:N".
     precision: "fp32", "fp16" or "int8"; default fp16 on CUDA (which has no fp32 path), fp32 on the CPU.
-    max_voxels / max_batch: CUDA capacities planned at build (None: the graph's largest bound).
+    max_voxels / max_batch: CUDA capacities planned at build (None: the graph's largest bound). An engine
+        planned for several frames sums its 128-channel convs unsplit (faster at batch; fp16 bits differ slightly
+        from a one-frame engine's: docs/cuda_backend.md "Convolution").
     cuda_graph: capture the forward once and replay it (CUDA).
     capacity: "bounds" (every level at its bound) or "first_frame" (CUDA: every level fitted to the first
         frame's measured rows x capacity_margin; docs/cuda_backend.md "Memory and capacities").
