@@ -69,10 +69,10 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
                 "CUDA: force this tile configuration where it fits (e.g. m64n64k32s4t; no autotuning)");
   add_offset_groups_option(c, a.offset_groups);
   add_site_order_option(c, a.site_order);
-  c->add_option(
-       "--split", a.split,
-       "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape and --batch, 1 = unsplit, "
-       "2 = split in two")
+  c->add_option("--split", a.split,
+                "CUDA: split-K class of the fp16 convs with >= 64 output channels: 0 = by layer shape and planned "
+                "batch, 1 = unsplit, "
+                "2 = split in two")
       ->capture_default_str()
       ->check(CLI::Range(0, 2));
   c->add_option("--tune-skip", a.tune_skip,
@@ -205,6 +205,18 @@ SweepPoint bind_and_time(Engine& engine, const Input& in, int warmup, int runs, 
   return p;
 }
 
+/// A sweep CSV row's timing fields: runs,median_ms,p99_ms,mean_ms,min_ms,max_ms.
+std::string csv_timing_fields(const TimingStats& st) {
+  return std::to_string(st.count) + ',' + fixed(st.median, 6) + ',' + fixed(st.p99, 6) + ',' + fixed(st.mean, 6) + ',' +
+         fixed(st.min, 6) + ',' + fixed(st.max, 6);
+}
+
+/// After a sweep: the tuning passes it took and the engine's device workspace.
+void print_sweep_engine(const Engine& engine) {
+  if (const int passes = engine.autotune_passes()) std::printf("autotune   %d tuning passes\n", passes);
+  if (const size_t ws = engine.workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+}
+
 /// --batch-sweep: each batch size's input (prepared before the engine was built for the largest) bound and
 /// timed in turn on one engine. A failing batch size ends the sweep; the sizes before it are still
 /// reported. Returns the error of the failing size, or "".
@@ -234,9 +246,7 @@ std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, in
     std::printf("  batch %4d: median %s ms, %s frames/s\n", in.batch, ms3(st.median).c_str(),
                 fixed(fps, fps_digits).c_str());
     std::fflush(stdout);
-    batch_csv << in.batch << ',' << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','
-              << fixed(st.mean, 6) << ',' << fixed(st.min, 6) << ',' << fixed(st.max, 6) << ',' << fixed(fps, 3)
-              << '\n';
+    batch_csv << in.batch << ',' << n << ',' << csv_timing_fields(st) << ',' << fixed(fps, 3) << '\n';
     record_runs(n, ms);
   }
   std::printf("\n%s", t.str("  ").c_str());
@@ -356,17 +366,16 @@ int run_bench(const BenchArgs& a) {
                 batches.size(), max_batch, frames.c_str(), warmup, runs);
     std::ostringstream batch_csv;
     sweep_error = run_batch_sweep(*engine, inputs, warmup, runs, labels, batch_csv, record_runs);
-    if (const int passes = engine->autotune_passes()) std::printf("autotune   %d tuning passes\n", passes);
-    if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+    print_sweep_engine(*engine);
     if (!a.batch_csv.empty()) files.add_text(a.batch_csv, batch_csv.str());
   } else if (sweep.empty()) {
     const Input& in = inputs.front();
     const int64_t t_bind = now_ns();
-    engine->set_input(0, in.features, in.indices, in.grid, a.batch, labels);
+    engine->set_input(0, in.features, in.indices, in.grid, in.batch, labels);
     const double bind_ms = ms_since(t_bind);
     std::printf("input      %s: features %s, indices %s, grid %s, batch %d\n", in.label.c_str(),
                 describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
-                a.batch);
+                in.batch);
     // the first frame plans the arena and (CUDA) tunes the tiles or reads them from --tuning-cache
     const char* tiles = engine->backend() != Backend::Cuda               ? ""
                         : !opts.cuda.tile.empty() || !opts.cuda.autotune ? ", heuristic or forced tiles"
@@ -428,13 +437,11 @@ int run_bench(const BenchArgs& a) {
              fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});
       std::printf("  %8lld voxels: median %s ms\n", static_cast<long long>(n), ms3(st.median).c_str());
       std::fflush(stdout);
-      sweep_csv << n << ',' << st.count << ',' << fixed(st.median, 6) << ',' << fixed(st.p99, 6) << ','
-                << fixed(st.mean, 6) << ',' << fixed(st.min, 6) << ',' << fixed(st.max, 6) << '\n';
+      sweep_csv << n << ',' << csv_timing_fields(st) << '\n';
       record_runs(n, ms);
     }
     if (!t.empty()) std::printf("\n%s", t.str("  ").c_str());
-    if (const int passes = engine->autotune_passes()) std::printf("autotune   %d tuning passes\n", passes);
-    if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
+    print_sweep_engine(*engine);
     if (!a.sweep_csv.empty()) files.add_text(a.sweep_csv, sweep_csv.str());
   }
   if (!a.csv.empty()) files.add_text(a.csv, runs_csv.str());
