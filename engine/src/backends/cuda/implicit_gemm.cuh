@@ -444,6 +444,10 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     // or joining the map stream after it): no map entry is read before the wait
     if (a.map_late && tile == blockIdx.x) grid_dependency_wait();
     __syncthreads();  // the previous tile is done with shared memory
+    if constexpr (WG && TMA_B) {
+      // the epilogue's shared-memory writes (generic proxy) before this tile's first weight copies (async proxy)
+      if (tid == 0) fence_proxy_async();
+    }
     int nact = K;
     if (map_smem) {
       if (tid == 0) *sMask = 0u;
@@ -504,12 +508,25 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     auto load_next = [&]() {
       const int c0 = ld_c * BK;
       __half* stB = sB + ld_slot * T::B_STAGE;
-      int issued = 0;
+      const int issued = G > 1 ? min(G, nact - ld_kk) : 1;
+      if constexpr (TMA_B) {
+        if (tid == 0) {
+          // the slot was last read by this tile's MMAs: by ldmatrix (generic proxy) in the mma.sync tiles, which
+          // the async-proxy write must be ordered after; wgmma reads through the async proxy itself (its wait
+          // and the step's barrier order it), so the wgmma tiles fence once per tile instead (above)
+          if constexpr (!WG) fence_proxy_async();
+          expect_tx(&sBar[ld_slot], uint32_t(issued) * T::kBSliceBytes);
+          for (int g = 0; g < issued; ++g) {
+            const int k = map_smem ? sOff[ld_kk + g] : ld_kk + g;
+            const __half* src = wt + ((int64_t(k) * chunks + ld_c) * gridDim.y + blockIdx.y) * T::B_SUB;
+            tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[ld_slot]);
+          }
+        }
+      }
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const int kk = ld_kk + g;
         if (G > 1 && kk >= nact) break;
-        ++issued;
         const int k = map_smem ? sOff[kk] : kk;
 #pragma unroll
         for (int it = 0; it < T::A_ITERS; ++it) {
@@ -537,17 +554,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
             if (T::B_ITEMS % T::kThreads != 0 && !b_on[it]) continue;
 #pragma unroll
             for (int q = 0; q < T::B_SEG; ++q) cp_async16(dB + b_dst[it] + q * 8, b_src[it] + wofs + q * 8);
-          }
-        }
-      }
-      if constexpr (TMA_B) {
-        if (tid == 0) {
-          fence_proxy_async();
-          expect_tx(&sBar[ld_slot], uint32_t(issued) * T::kBSliceBytes);
-          for (int g = 0; g < issued; ++g) {
-            const int k = map_smem ? sOff[ld_kk + g] : ld_kk + g;
-            const __half* src = wt + ((int64_t(k) * chunks + ld_c) * gridDim.y + blockIdx.y) * T::B_SUB;
-            tma_load_1d(stB + g * T::B_SUB, src, T::kBSliceBytes, &sBar[ld_slot]);
           }
         }
       }
