@@ -186,21 +186,31 @@ std::vector<double> timed_forwards(Engine& engine, int warmup, int runs, const s
   return ms;
 }
 
-/// One sweep point: the input bound (on CUDA the first frame of a size bucket is tuned there: counted, not
-/// timed), then the timed forwards.
-struct SweepPoint {
-  double bind_ms = 0;
+/// An input bound to the engine: how long set_input took (on CUDA the first frame of a size bucket is tuned
+/// there: counted, not timed) and whether it tuned.
+struct Bind {
+  double ms = 0;
   bool tuned = false;
+};
+Bind bind_input(Engine& engine, const Input& in, const InputLabels& labels) {
+  Bind b;
+  const int passes = engine.autotune_passes();
+  const int64_t t_bind = now_ns();
+  engine.set_input(0, in.features, in.indices, in.grid, in.batch, labels);
+  b.ms = ms_since(t_bind);
+  b.tuned = engine.autotune_passes() > passes;
+  return b;
+}
+
+/// One sweep point: the input bound, then the timed forwards.
+struct SweepPoint {
+  Bind bind;
   std::vector<double> ms;
 };
 SweepPoint bind_and_time(Engine& engine, const Input& in, int warmup, int runs, const InputLabels& labels,
                          const std::string& what) {
   SweepPoint p;
-  const int passes = engine.autotune_passes();
-  const int64_t t_bind = now_ns();
-  engine.set_input(0, in.features, in.indices, in.grid, in.batch, labels);
-  p.bind_ms = ms_since(t_bind);
-  p.tuned = engine.autotune_passes() > passes;
+  p.bind = bind_input(engine, in, labels);
   p.ms = timed_forwards(engine, warmup, runs, what);
   return p;
 }
@@ -242,7 +252,7 @@ std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, in
     if (first_fps == 0) first_fps = fps;
     const int64_t n = in.indices.dim(0);
     t.add({std::to_string(in.batch), std::to_string(n), ms3(st.median), ms3(st.p99), fixed(fps, fps_digits),
-           fixed(first_fps > 0 ? fps / first_fps : 0.0, 2), fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});
+           fixed(first_fps > 0 ? fps / first_fps : 0.0, 2), fixed(p.bind.ms, 1), p.bind.tuned ? "yes" : ""});
     std::printf("  batch %4d: median %s ms, %s frames/s\n", in.batch, ms3(st.median).c_str(),
                 fixed(fps, fps_digits).c_str());
     std::fflush(stdout);
@@ -370,9 +380,7 @@ int run_bench(const BenchArgs& a) {
     if (!a.batch_csv.empty()) files.add_text(a.batch_csv, batch_csv.str());
   } else if (sweep.empty()) {
     const Input& in = inputs.front();
-    const int64_t t_bind = now_ns();
-    engine->set_input(0, in.features, in.indices, in.grid, in.batch, labels);
-    const double bind_ms = ms_since(t_bind);
+    const double bind_ms = bind_input(*engine, in, labels).ms;
     std::printf("input      %s: features %s, indices %s, grid %s, batch %d\n", in.label.c_str(),
                 describe_tensor(in.features).c_str(), describe_tensor(in.indices).c_str(), int3_string(in.grid).c_str(),
                 in.batch);
@@ -434,7 +442,7 @@ int run_bench(const BenchArgs& a) {
       const TimingStats st = summarize_timings(ms);
       const int64_t n = in.indices.dim(0);
       t.add({std::to_string(n), ms3(st.median), ms3(st.p99), ms3(st.mean), ms3(st.min), fixed(gen_ms, 1),
-             fixed(p.bind_ms, 1), p.tuned ? "yes" : ""});
+             fixed(p.bind.ms, 1), p.bind.tuned ? "yes" : ""});
       std::printf("  %8lld voxels: median %s ms\n", static_cast<long long>(n), ms3(st.median).c_str());
       std::fflush(stdout);
       sweep_csv << n << ',' << csv_timing_fields(st) << '\n';
