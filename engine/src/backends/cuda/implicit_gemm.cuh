@@ -508,7 +508,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
     auto load_next = [&]() {
       const int c0 = ld_c * BK;
       __half* stB = sB + ld_slot * T::B_STAGE;
-      const int issued = G > 1 ? min(G, nact - ld_kk) : 1;
+      const int issued = G > 1 ? min(G, nact - ld_kk) : 1;  // offsets this step covers (one left at least)
       if constexpr (TMA_B) {
         if (tid == 0) {
           // the slot was last read by this tile's MMAs: by ldmatrix (generic proxy) in the mma.sync tiles, which
@@ -525,8 +525,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       }
 #pragma unroll
       for (int g = 0; g < G; ++g) {
+        if (g >= issued) break;
         const int kk = ld_kk + g;
-        if (G > 1 && kk >= nact) break;
         const int k = map_smem ? sOff[kk] : kk;
 #pragma unroll
         for (int it = 0; it < T::A_ITERS; ++it) {
