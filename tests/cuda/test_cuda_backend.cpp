@@ -440,8 +440,7 @@ TEST(CudaBackend, Deterministic) {
     // convs unsplit (the bits of split = 1, tuned or heuristic), one planned for a single frame splits them on sm_90
     auto split_convs = [](Engine& e) {
       int n = 0;
-      for (const auto& l : e.profile_layers())
-        n += l.algorithm.find("x2 (") != std::string::npos || l.algorithm.find("x2wg (") != std::string::npos;
+      for (const auto& l : e.profile_layers()) n += l.split_k > 1;
       return n;
     };
     const int default_split = split_convs(*e1);

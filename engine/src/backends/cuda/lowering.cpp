@@ -490,6 +490,7 @@ LayerTiming CudaEngine::describe_step(const Step& st) const {
                                    c.tuned ? "tuned" : "heuristic", ")");
       if (c.residual >= 0) t.algorithm += "+add";
       if (c.relu_after || c.fused_relu) t.algorithm += "+relu";
+      t.split_k = c.cfg >= 0 ? igemm_config(c.cfg).split : 1;
       break;
     }
     case StepKind::Add:
