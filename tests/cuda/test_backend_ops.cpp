@@ -165,10 +165,11 @@ TEST(TileNames, DerivedNamesFollowTheScheme) {
                         "m128n16k16s2tg2", "m64n32k32s4tr5"})
     EXPECT_NE(std::find(fp16.begin(), fp16.end(), n), fp16.end()) << n;
   // builds for sm_90 also have the wgmma tiles, and among them the warp-specialised ones (their warps count the
-  // producer warpgroup: w12 = one producer + two consumer warpgroups)
+  // producer warpgroup: w12 = one producer + two consumer warpgroups; "a": the next tile's map fetched ahead)
   const bool wgmma = std::find(fp16.begin(), fp16.end(), "m128n64k64s3tw8wg") != fp16.end();
   if (wgmma) {
-    for (const char* n : {"m128n64k64s3tw12wgws", "m64n64k64s4tw8wgws", "m128n128k64s4tw12wgws", "m64n128k64s4tw8wgws"})
+    for (const char* n : {"m128n64k64s3tw12wgws", "m64n64k64s4tw8wgws", "m128n128k64s4tw12wgws", "m64n128k64s4tw8wgws",
+                          "m128n64k64s3tw12wgwsa", "m64n64k64s3tw8wgwsa"})
       EXPECT_NE(std::find(fp16.begin(), fp16.end(), n), fp16.end()) << n;
   }
   for (const char* n : {"igemm-i8 m128n32k16s3w8g2", "igemm-q m128n16k16s2tg2", "igemm-i8 m64n32k16s4tr6"})

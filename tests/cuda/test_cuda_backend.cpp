@@ -184,14 +184,15 @@ TEST(CudaBackend, EveryTileConfigMatches) {
   }
 }
 
-// The wgmma tiles (sm_90a, "wg", and the warp-specialised "wgws") against an mma.sync tile of the
+// The wgmma tiles (sm_90a, "wg", and the warp-specialised "wgws" / "wgwsa") against an mma.sync tile of the
 // same summation order: the output must be bitwise equal (both sum 16-channel blocks in
 // offset-then-channel order into float32), so the autotuner may pick either without changing a
 // result. The same within the split-K class of two ("x2": the mma.sync and wgmma split tiles against
 // the mma.sync split tile). 64, 128 and 256 input channels (one to four chunks per offset), a partial
 // last N tile (96 outputs), a strided conv, a 3x1x1 kernel (K = 3: in a split, one CTA has a single
-// offset), and a frame with several tiles per resident block (the persistent loops and the
-// warp-specialised ring across tiles).
+// offset), and a frame with several tiles per resident block (the persistent loops, the
+// warp-specialised ring across tiles, and the "wsa" tiles' next map fetched ahead: full tiles from the
+// bulk copy, the last partial tile from global memory).
 TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   SCN_REQUIRE_CUDA();
   auto ends_with = [](const std::string& c, const char* t) {
@@ -204,7 +205,7 @@ TEST(CudaBackend, WgmmaTilesMatchMmaSyncBitwise) {
   };
   Group unsplit{"m64n64k64s2t", {}}, split{"m64n128k64s3tx2", {}};
   for (const std::string& c : cuda_tile_configs()) {
-    const bool wgmma = ends_with(c, "wg") || ends_with(c, "wgws");
+    const bool wgmma = ends_with(c, "wg") || ends_with(c, "wgws") || ends_with(c, "wgwsa");
     if (c.find("x2") != std::string::npos) {
       if (c != split.reference) split.tiles.push_back(c);
     } else if (wgmma) {

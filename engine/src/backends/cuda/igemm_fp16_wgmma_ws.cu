@@ -17,6 +17,11 @@ void add_instances_fp16_wgmma_ws(std::vector<Instance>& v) {
   v.push_back(make_ws_instance<128, 128, 6>());
   v.push_back(make_ws_instance<64, 128, 4>());
   v.push_back(make_ws_instance<64, 128, 6>());
+  // the next tile's map fetched ahead: for frames where a CTA runs several tiles
+  v.push_back(make_ws_instance<128, 64, 3, true>());
+  v.push_back(make_ws_instance<128, 64, 4, true>());
+  v.push_back(make_ws_instance<64, 64, 3, true>());
+  v.push_back(make_ws_instance<128, 128, 4, true>());
 }
 
 }  // namespace scn::cuda::igemm

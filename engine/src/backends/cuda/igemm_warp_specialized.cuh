@@ -16,6 +16,12 @@
 //     (bias, activation, residual, ReLU) runs from the accumulators while the producer already
 //     gathers the next tile.
 //
+// A CTA with several tiles (large frames, batches) changes tiles with the producer staging the next
+// tile's map — a chain of dependent global loads that leaves the ring empty, then the consumers idle.
+// MAP_AHEAD tiles fetch that map one tile ahead instead: one bulk copy of the next tile's entries (they
+// are contiguous) into a second shared buffer, issued as a tile's copies start, so the change of tiles
+// only rearranges shared memory (one more map's worth of shared memory; the tuner weighs that).
+//
 // Summation order per output element: offsets ascending, channels ascending, one k16 block at a
 // time into fp32 — the order of every non-split tile, so the output is bitwise theirs.
 #pragma once
@@ -31,7 +37,7 @@ inline constexpr int kMapBatch = 6;
 /// A barrier of the producer warpgroup alone (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void producer_barrier() { ptx::named_barrier_sync(1, 128); }
 
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int STAGES, bool MAP_AHEAD>
 struct WsTile {
   static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -41,30 +47,36 @@ struct WsTile {
   static constexpr uint32_t kBSliceBytes = uint32_t(B_STAGE * 2);
   static constexpr size_t kPipeBytes = size_t(STAGES) * (A_STAGE + B_STAGE) * 2;
   static constexpr int RI = BM / 16;  // rows per producer thread: g, g + 16, ..., g + 16 (RI - 1)
-  // then the producer's tile map [kMaxMapK][16][RI], full[STAGES], empty[STAGES], info[STAGES], masks[2][4],
+  // then the producer's tile map [kMaxMapK][16][RI], (MAP_AHEAD) the next tile's map entries as stored
+  // [BM][K], full[STAGES], empty[STAGES], (MAP_AHEAD) the next map's barrier, info[STAGES], masks[2][4],
   // the block's bias[BN]
   static constexpr size_t kMapOff = kPipeBytes;
-  static constexpr size_t kBarOff = kMapOff + size_t(kMaxMapK) * BM * 4;
-  static constexpr size_t kSmem = kBarOff + STAGES * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
+  static constexpr size_t kMapBytes = size_t(kMaxMapK) * BM * 4;
+  static constexpr size_t kRawOff = kMapOff + kMapBytes;
+  static constexpr size_t kBarOff = kRawOff + (MAP_AHEAD ? kMapBytes : 0);
+  static constexpr size_t kSmem = kBarOff + (STAGES + 1) * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(STAGES >= 3, "at least two steps in flight while the consumers hold one slot");
 };
 
-template <int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
-  using T = WsTile<BM, BN, STAGES>;
+template <int BM, int BN, int STAGES, bool MAP_AHEAD>
+__global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1) igemm_ws_kernel(const ConvArgs a) {
+  using T = WsTile<BM, BN, STAGES, MAP_AHEAD>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   __half* sA = reinterpret_cast<__half*>(smem);
   __half* sB = sA + STAGES * T::A_STAGE;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kBarOff);
   uint64_t* empty = full + STAGES;
-  int* info = reinterpret_cast<int*>(empty + STAGES);            // 1: the slot's step is its tile's last
+  uint64_t* map_bar = empty + STAGES;                            // MAP_AHEAD: the next tile's entries landed
+  int* info = reinterpret_cast<int*>(map_bar + 1);               // 1: the slot's step is its tile's last
   uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
   float* bias_s = reinterpret_cast<float*>(wmask + 8);           // bias[n0 .. n0 + BN), 0 beyond cout_w
   // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
   int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
+  // MAP_AHEAD: the next tile's map entries, [row][k] as the kernel map stores them
+  int* map_next = reinterpret_cast<int*>(smem + T::kRawOff);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t n = rows_of(a.n_out, a.cap_out);
@@ -78,6 +90,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
+    mbar_init(map_bar, 1);  // thread 0's expect_tx
     mbar_fence_init();
   }
   // the bias is a weight, not an output of the previous kernel: read before grid_dependency_wait. Kept in
@@ -99,6 +112,8 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
     uint32_t slot = 0, phase = 0;   // ring position of the next step, and its round's parity
     bool wrapped = false;           // every slot has been filled once: wait until the consumers free it
     int parity = 0;
+    bool ahead = false;      // MAP_AHEAD: this tile's entries are in map_next (a bulk copy on map_bar)
+    uint32_t map_phase = 0;  // map_bar's parity for the next copy
     // map_late: the map was written by a kernel this grid may overlap: read no entry before the wait
     bool waited = a.map_late;
     if (waited) grid_dependency_wait();
@@ -110,7 +125,24 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       // the tile uses
       producer_barrier();  // every producer thread has issued the previous tile's copies (map_s is free)
       uint32_t mine = 0;
-      {
+      if (MAP_AHEAD && ahead) {
+        // fetched while the previous tile ran: rearranged from shared memory (a full tile: every entry exists)
+        mbar_wait(map_bar, map_phase);
+        map_phase ^= 1u;
+        const int total = BM * K;
+        int row = row0, k = k0;
+        for (int i = ptid; i < total; i += 128) {
+          const int e = map_next[i];
+          map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = e >= 0 ? e * units : -1;
+          if (e >= 0) mine |= 1u << k;
+          row += step_row;
+          k += step_k;
+          if (k >= K) {
+            k -= K;
+            ++row;
+          }
+        }
+      } else {
         // kMapBatch loads in flight per thread (one round trip per batch, not one per entry), and each
         // entry's (row, k) advanced by 128 entries without a division
         const int64_t base = m0 * K, limit = n * K;
@@ -147,6 +179,19 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
       if (!waited) {
         grid_dependency_wait();  // the first tile's map is read: now the inputs
         waited = true;
+      }
+      if constexpr (MAP_AHEAD) {
+        // the next tile's entries, one bulk copy (after the wait: the map may come from the previous kernel;
+        // after the barrier above: every producer thread is done reading map_next). A last, partial tile
+        // is staged from global memory as before (its entries end inside a 16-byte unit).
+        const int64_t next = tile + gridDim.x;
+        ahead = next < ntiles && (next + 1) * BM <= n;
+        if (ahead && ptid == 0) {
+          fence_proxy_async();  // the generic reads of map_next before the bulk copy rewrites it
+          const uint32_t bytes = uint32_t(BM * K * 4);
+          expect_tx(map_bar, bytes);
+          tma_load_1d(map_next, a.out_in + next * BM * K, bytes, map_bar);
+        }
       }
       while (mask) {
         const int k = __ffs(mask) - 1;
@@ -268,12 +313,13 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES>::kThreads, 1) igemm_ws_
 }
 
 /// The registry entry of a warp-specialised tile (implicit_gemm.cuh Instance; name from its fields).
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int STAGES, bool MAP_AHEAD = false>
 inline Instance make_ws_instance() {
-  using T = WsTile<BM, BN, STAGES>;
+  using T = WsTile<BM, BN, STAGES, MAP_AHEAD>;
   IgemmConfig c{BM, BN, T::BK, 4 * (T::kConsumers + 1), 1, STAGES, true, 1, 1, kF16, nullptr, true, 1};
   c.ws = true;
-  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES>, T::kSmem, T::kThreads};
+  c.map_ahead = MAP_AHEAD;
+  return Instance{c, &igemm_ws_kernel<BM, BN, STAGES, MAP_AHEAD>, T::kSmem, T::kThreads};
 }
 
 }  // namespace scn::cuda::igemm

@@ -196,21 +196,23 @@ struct QEpilogue {
 
 struct IgemmConfig {
   int bm, bn, bk, warps_m, warps_n, stages;
-  bool tma;            ///< weights through TMA bulk copies (sm_90)
-  int group;           ///< offsets per pipeline step (> 1 needs bk == cin_p)
-  int split;           ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
-  int mode;            ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
-  const char* name;    ///< igemm_config_name(*this), set when the instance is registered
-  bool wgmma = false;  ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
-  int min_blocks = 1;  ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
-  bool ws = false;     ///< warp-specialised: a producer warpgroup gathers, consumer warpgroups issue wgmma
+  bool tma;                ///< weights through TMA bulk copies (sm_90)
+  int group;               ///< offsets per pipeline step (> 1 needs bk == cin_p)
+  int split;               ///< > 1: split over kernel offsets in a cluster of this many CTAs (sm_90, K <= 32)
+  int mode;                ///< 0: fp16; 1: fp16 operands, quantization-aware epilogue; 2: int8 operands (INT8 engines)
+  const char* name;        ///< igemm_config_name(*this), set when the instance is registered
+  bool wgmma = false;      ///< warpgroup MMA from swizzled shared memory (sm_90a object; compute capability 9.0 only)
+  int min_blocks = 1;      ///< > 1: registers capped for this many blocks per SM (__launch_bounds__)
+  bool ws = false;         ///< warp-specialised: a producer warpgroup gathers, consumer warpgroups issue wgmma
+  bool map_ahead = false;  ///< ws: the next tile's map fetched by one bulk copy while the current tile runs
 };
 
 /// The configuration's name, derived from its fields as CUTLASS derives procedural_name():
-/// "<kernel> m<BM>n<BN>k<BK>s<STAGES>[t][w<warps>][g<G>][r<B>][x<S>][wg][ws]" with kernel "igemm" (fp16),
+/// "<kernel> m<BM>n<BN>k<BK>s<STAGES>[t][w<warps>][g<G>][r<B>][x<S>][wg][ws[a]]" with kernel "igemm" (fp16),
 /// "igemm-q" (fp16 operands, quantizing epilogue) or "igemm-i8" (int8 operands); t: TMA weights,
 /// w: warps when not 4, g: offsets per pipeline step, r: registers capped for B blocks per SM,
-/// x: split-K cluster size, wg: wgmma, ws: warp-specialised producer (tile_names.cpp).
+/// x: split-K cluster size, wg: wgmma, ws: warp-specialised producer, a: its next tile's map fetched ahead
+/// (tile_names.cpp).
 std::string igemm_config_name(const IgemmConfig& c);
 
 /// Halves per shared-memory row of a tile's A and B operands (and of a pre-tiled TMA weight row).

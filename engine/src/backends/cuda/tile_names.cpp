@@ -19,6 +19,7 @@ std::string igemm_config_name(const IgemmConfig& c) {
   if (c.split > 1) n += "x" + std::to_string(c.split);
   if (c.wgmma) n += "wg";
   if (c.ws) n += "ws";
+  if (c.map_ahead) n += "a";
   return n;
 }
 
