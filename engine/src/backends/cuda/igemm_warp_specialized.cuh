@@ -273,35 +273,60 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
       wg_fence_acc(acc);
       if (last_tile && a.pdl_late) grid_launch_dependents();
 
-      // epilogue from the accumulators: rows 16 (warp in group) + lane / 4 (+ 8), two columns per n8 block
+      // epilogue from the accumulators: rows 16 (warp in group) + lane / 4 (+ 8), two columns per n8 block.
+      // The four lanes of a row regroup their pairs (a 4 x 4 transpose in two shuffle rounds), so that lane q
+      // loads and stores whole 16-byte chunks, those of the n8 blocks 4 g + q: a quarter of the memory
+      // instructions, which otherwise queue behind the producer's gathers of the next tile.
       const __half* __restrict__ res = static_cast<const __half*>(a.residual);
       __half* y = static_cast<__half*>(a.y);
+      const int q = lane & 3;
+      constexpr int G4 = BN / 32;  // groups of four n8 blocks
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = m0 + wg * 64 + (cw & 3) * 16 + (lane >> 2) + h * 8;
-        if (row >= n) continue;
-        __half2 rv[BN / 8];  // residual pairs (loaded and read only with a residual)
-        if (res) {
+        const bool live = row < n;  // a lane past the last row still takes part in the shuffles
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = n0 + j * 8 + (lane & 3) * 2;
-            rv[j] = col < a.cout_p ? *reinterpret_cast<const __half2*>(res + row * a.cout_p + col) : __half2();
-          }
-        }
+        for (int g = 0; g < G4; ++g) {
+          // e[i]: half(act(acc + bias)) of n8 block 4 g + i, columns 2 q and 2 q + 1 (half2 bits); after the
+          // exchange e[s]: block 4 g + q, columns 2 s and 2 s + 1
+          uint32_t e[4];
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int col = n0 + j * 8 + (lane & 3) * 2;
-          if (col >= a.cout_p) continue;
-          const float b0 = bias_s[col - n0], b1 = bias_s[col - n0 + 1];
-          const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
-          const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
-          __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output, then the fp16 Add and the ReLU
-          if (res || a.relu_after) {
-            const __half2 r = res ? rv[j] : __half2();
-            o = __halves2half2(add_residual_relu(__low2half(o), __low2half(r), res != nullptr, a.relu_after),
-                               add_residual_relu(__high2half(o), __high2half(r), res != nullptr, a.relu_after));
+          for (int i = 0; i < 4; ++i) {
+            const int j = 4 * g + i, col = n0 + j * 8 + q * 2;
+            const float b0 = bias_s[col - n0], b1 = bias_s[col - n0 + 1];
+            const float v0 = col < a.cout ? apply_act(acc[j][2 * h] + b0, a.act, a.alpha) : 0.f;
+            const float v1 = col + 1 < a.cout ? apply_act(acc[j][2 * h + 1] + b1, a.act, a.alpha) : 0.f;
+            const __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output
+            e[i] = *reinterpret_cast<const uint32_t*>(&o);
           }
-          *reinterpret_cast<__half2*>(y + row * a.cout_p + col) = o;
+#pragma unroll
+          for (int i1 = 0; i1 < 2; ++i1) {  // exchange over lane bit 0 the elements of the other index bit 0
+            const uint32_t got = __shfl_xor_sync(0xffffffffu, (q & 1) ? e[2 * i1] : e[2 * i1 + 1], 1);
+            if (q & 1)
+              e[2 * i1] = got;
+            else
+              e[2 * i1 + 1] = got;
+          }
+#pragma unroll
+          for (int i0 = 0; i0 < 2; ++i0) {  // then over lane bit 1 the elements of the other index bit 1
+            const uint32_t got = __shfl_xor_sync(0xffffffffu, (q & 2) ? e[i0] : e[2 + i0], 2);
+            if (q & 2)
+              e[i0] = got;
+            else
+              e[2 + i0] = got;
+          }
+          const int col = n0 + (4 * g + q) * 8;
+          if (!live || col >= a.cout_p) continue;
+          const uint4 rv = res ? *reinterpret_cast<const uint4*>(res + row * a.cout_p + col) : make_uint4(0, 0, 0, 0);
+          alignas(16) __half v[8];
+          *reinterpret_cast<uint4*>(v) = make_uint4(e[0], e[1], e[2], e[3]);
+          if (res || a.relu_after) {  // then the fp16 Add and the ReLU, rounded as an unfused Add and Relu
+            alignas(16) __half r[8];
+            *reinterpret_cast<uint4*>(r) = rv;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = add_residual_relu(v[k], r[k], res != nullptr, a.relu_after);
+          }
+          *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
         }
       }
     }
