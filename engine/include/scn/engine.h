@@ -160,10 +160,11 @@ struct LayerTiming {
   std::string node;
   std::string op;  ///< op_type_name of the node's operator, or kStepInput / kStepKernelMap / kStepConvert
   std::string algorithm;
-  /// A conv step's split-K cluster: how many CTAs share each row tile, each summing its own kernel offsets
-  /// (their partial sums reduced in rank order); 1 for an unsplit conv and for every other step.
-  int split_k = 1;
   double ms = 0.0;
+  /// A conv step's split-K cluster: how many CTAs share each row tile, each summing its own kernel offsets
+  /// (their partial sums reduced in rank order); 1 for an unsplit conv and for every other step. Last, so that
+  /// brace-initialised {node, op, algorithm, ms} keeps its meaning.
+  int split_k = 1;
 };
 
 /// Labels used in input-validation messages (the CLI passes the file paths).
