@@ -125,29 +125,27 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
       // the tile uses
       producer_barrier();  // every producer thread has issued the previous tile's copies (map_s is free)
       uint32_t mine = 0;
+      const int total = BM * K;
+      int row = row0, mk = k0;  // this thread's next entry: row, offset
+      // the entry (row, mk) into map_s, then (row, mk) advanced by 128 entries without a division
+      auto place = [&](int e) {
+        map_s[(mk * 16 + (row & 15)) * T::RI + (row >> 4)] = e >= 0 ? e * units : -1;
+        if (e >= 0) mine |= 1u << mk;
+        row += step_row;
+        mk += step_k;
+        if (mk >= K) {
+          mk -= K;
+          ++row;
+        }
+      };
       if (MAP_AHEAD && ahead) {
         // fetched while the previous tile ran: rearranged from shared memory (a full tile: every entry exists)
         mbar_wait(map_bar, map_phase);
         map_phase ^= 1u;
-        const int total = BM * K;
-        int row = row0, k = k0;
-        for (int i = ptid; i < total; i += 128) {
-          const int e = map_next[i];
-          map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = e >= 0 ? e * units : -1;
-          if (e >= 0) mine |= 1u << k;
-          row += step_row;
-          k += step_k;
-          if (k >= K) {
-            k -= K;
-            ++row;
-          }
-        }
+        for (int i = ptid; i < total; i += 128) place(map_next[i]);
       } else {
-        // kMapBatch loads in flight per thread (one round trip per batch, not one per entry), and each
-        // entry's (row, k) advanced by 128 entries without a division
+        // kMapBatch loads in flight per thread (one round trip per batch, not one per entry)
         const int64_t base = m0 * K, limit = n * K;
-        const int total = BM * K;
-        int row = row0, k = k0;
         for (int i0 = ptid; i0 < total; i0 += 128 * kMapBatch) {
           int ent[kMapBatch];
 #pragma unroll
@@ -156,18 +154,8 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
             ent[b] = i < total && base + i < limit ? __ldg(a.out_in + base + i) : -1;
           }
 #pragma unroll
-          for (int b = 0; b < kMapBatch; ++b) {
-            if (i0 + 128 * b < total) {
-              map_s[(k * 16 + (row & 15)) * T::RI + (row >> 4)] = ent[b] >= 0 ? ent[b] * units : -1;
-              if (ent[b] >= 0) mine |= 1u << k;
-            }
-            row += step_row;
-            k += step_k;
-            if (k >= K) {
-              k -= K;
-              ++row;
-            }
-          }
+          for (int b = 0; b < kMapBatch; ++b)
+            if (i0 + 128 * b < total) place(ent[b]);  // past the end: the tile's last entries, nothing follows
         }
       }
       mine = __reduce_or_sync(0xffffffffu, mine);
