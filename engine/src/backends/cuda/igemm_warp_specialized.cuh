@@ -305,16 +305,10 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
           }
           const int col = n0 + (4 * g + q) * 8;
           if (!live || col >= a.cout_p) continue;
-          const uint4 rv = res ? *reinterpret_cast<const uint4*>(res + row * a.cout_p + col) : make_uint4(0, 0, 0, 0);
           alignas(16) __half v[8];
           *reinterpret_cast<uint4*>(v) = make_uint4(e[0], e[1], e[2], e[3]);
-          if (res || a.relu_after) {  // then the fp16 Add and the ReLU, rounded as an unfused Add and Relu
-            alignas(16) __half r[8];
-            *reinterpret_cast<uint4*>(r) = rv;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) v[k] = add_residual_relu(v[k], r[k], res != nullptr, a.relu_after);
-          }
-          *reinterpret_cast<uint4*>(y + row * a.cout_p + col) = *reinterpret_cast<const uint4*>(v);
+          // then the fp16 Add and the ReLU, rounded as an unfused Add and Relu (the tiles' and osplit's helper)
+          store8_residual_relu(y, res, row * a.cout_p + col, a.relu_after, v);
         }
       }
     }
