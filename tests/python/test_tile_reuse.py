@@ -93,7 +93,9 @@ def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
     assert "gather MB now" not in out and "| union MB |" not in out
     reuse_header = next(l for l in out.splitlines() if l.startswith("| level | rows |"))
     assert reuse_header.count("|") == 11
-    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5
+    # three tables of five site sets, then the steps table: a stride-2 and a subm conv per level 1..3
+    assert "| steps/tile, bitmap | neighbour-rows | own mask |" in out
+    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5 + 3 * 2
     bad = tmp_path / "bad.tensor"
     save_tensor(bad, idx[:, :3].copy())
     assert tr.main([str(bad), "--grid", "16x32x32"]) == 2
@@ -120,3 +122,31 @@ def test_mma_stats_skips_blocks_without_neighbours():
     with pytest.raises(ValueError):
         tr.mma_stats(m, 24)
 
+
+
+def test_strided_map_rows_are_in_bitmap_order_with_every_pair():
+    # sites x = 0..5 on a line: stride-2 outputs x' = 0..2 (pad 1: x' reads x = 2x' - 1 .. 2x' + 1)
+    c = line(6)[[5, 2, 0, 4, 1, 3]]
+    out, g, m = tr.strided_map(c, (1, 1, 6), pad=(1, 1, 1))
+    assert g == (1, 1, 3) and [tuple(r) for r in out] == [(0, 0, 0), (0, 0, 1), (0, 0, 2)]
+    centre = 13  # (dz, dy) = (0, 0): offsets 12, 13, 14 read x = 2x' - 1, 2x', 2x' + 1
+    row_of = {int(x): i for i, x in enumerate(c[:, 2])}
+    for o in range(3):
+        for dx in (-1, 0, 1):
+            x = 2 * o + dx
+            assert m[o, centre + dx] == (row_of[x] if 0 <= x < 6 else -1)
+    assert (m >= 0).sum() == 6 + 2  # x = 1, 3 are read by two outputs each; x = 5 by one
+
+
+def test_neighbour_rows_order_sorts_stably_by_the_six_kernel_rows():
+    # three sites on z = 1 (bitmap order: x = 0, 2, 4 at y = 1) and one site at z = 0, y = 1, x = 3
+    c = np.array([[0, 1, 3], [1, 1, 0], [1, 1, 2], [1, 1, 4]])
+    order = tr.neighbour_rows_order(c, (3, 3, 5))
+    # keys: (0,1,3): rows at z = 1, y = 1 (q = 4) hold x = 2, 4 -> bit 4; (1,1,0): none; (1,1,2) and (1,1,4):
+    # kernel row z = 0, y = 1 (q = 1) holds x = 3 -> bit 1. Ascending keys, bitmap order within a key.
+    assert list(order) == [1, 2, 3, 0]
+
+
+def test_mask_order_groups_rows_by_their_offsets():
+    m = np.array([[-1, 5, -1], [3, -1, -1], [-1, 7, -1], [2, 4, -1]])
+    assert list(tr.mask_order(m)) == [1, 0, 2, 3]  # masks 0b010, 0b001, 0b010, 0b011

@@ -18,7 +18,9 @@ and, in a second table, the MMA work in 16-row units (mma_stats): entries presen
 compacted per tile, 16-row blocks with a neighbour (what osplit and the mma.sync tiles run), whole tiles with a
 neighbour at the offset (what a tile that only skips whole offsets runs, e.g. the wgmma tiles) and all of it;
 in a third, the bytes a subm conv of the level moves through L2 (byte_stats: gathers, weight slices re-read per
-tile, output; with union-staged gathers and with weights shared by two neighbouring tiles).
+tile, output; with union-staged gathers and with weights shared by two neighbouring tiles); in a fourth, the
+whole-offset steps of the 64/128-row tiles of every conv (the subm convs of levels 1-3 and the stride-2 convs into
+them) in bitmap order, in the engine's neighbour-row order of the output set, and sorted by each map's own mask.
 
     /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
         [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
@@ -66,6 +68,45 @@ def subm_map(coords: np.ndarray, grid) -> np.ndarray:
     out = np.full((len(coords), 27), -1, dtype=np.int64)
     out[m.pair_out.numpy(), m.pair_offset.numpy()] = m.pair_in.numpy()
     return out
+
+
+def strided_map(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
+    """The stride-2 conv from the sites `coords` (rows in their given order): its output sites in bitmap order,
+    the output grid and the [N_out, 27] input row of each output row at each offset (-1: none)."""
+    m = reference.build_conv_map(_indices(coords), grid, kernel, stride, pad)
+    out = m.out_indices[:, 1:].to(torch.int64).numpy()
+    order = np.argsort(linear(out, tuple(m.out_shape)), kind="stable")
+    rank = np.empty(len(out), dtype=np.int64)
+    rank[order] = np.arange(len(out))
+    table = np.full((len(out), kernel ** 3), -1, dtype=np.int64)
+    table[rank[m.pair_out.numpy()], m.pair_offset.numpy()] = m.pair_in.numpy()
+    return out[order], tuple(m.out_shape), table
+
+
+def neighbour_rows_order(coords: np.ndarray, grid) -> np.ndarray:
+    """The CUDA engine's neighbour-row order of a site set (docs/cuda_backend.md, Site sets): a permutation of the
+    rows of `coords` (given in bitmap order), stably sorted by a six-bit key whose bit q says that kernel row q of
+    the six at z - 1 (q = 0..2: y - 1, y, y + 1) and z + 1 (q = 3..5) holds a site among x - 1 .. x + 1."""
+    keys = np.sort(linear(coords, grid))
+    key = np.zeros(len(coords), dtype=np.int64)
+    for q in range(6):
+        z, y = coords[:, 0] + (-1 if q < 3 else 1), coords[:, 1] + q % 3 - 1
+        found = np.zeros(len(coords), dtype=bool)
+        for dx in (-1, 0, 1):
+            x = coords[:, 2] + dx
+            inside = (z >= 0) & (z < grid[0]) & (y >= 0) & (y < grid[1]) & (x >= 0) & (x < grid[2])
+            cell = (z * grid[1] + y) * grid[2] + x
+            at = np.minimum(np.searchsorted(keys, cell), len(keys) - 1)
+            found |= inside & (keys[at] == cell)
+        key |= found.astype(np.int64) << q
+    return np.argsort(key, kind="stable")
+
+
+def mask_order(m: np.ndarray) -> np.ndarray:
+    """Rows stably sorted by their own offset mask (bit k: an entry at offset k): the fewest whole-offset steps
+    a tile of consecutive rows could have, an order that serves one map only."""
+    mask = ((m >= 0).astype(np.int64) << np.arange(m.shape[1], dtype=np.int64)).sum(axis=1)
+    return np.argsort(mask, kind="stable")
 
 
 def merged_length(intervals) -> int:
@@ -226,6 +267,24 @@ def main(argv=None) -> int:
             total = b["gathers"] + b["weights"] + b["output"]
             print(f"| {level} | {order} | {bm} | {b['gathers'] / 1e6:.1f} | {b['weights'] / 1e6:.1f} | "
                   f"{b['output'] / 1e6:.1f} | {total / 1e6:.1f} | {union / 1e6:.1f} | {b['weights2'] / 1e6:.1f} |")
+    # whole-offset steps per tile (what a wgmma tile runs) by row order of the conv's output set
+    print()
+    print("| conv | rows | pairs/row | BM | tiles | steps/tile, bitmap | neighbour-rows | own mask |")
+    print("|---|---|---|---|---|---|---|---|")
+    level_coords, level_grid = coords[np.argsort(linear(coords, grid), kind="stable")], grid
+    for level in range(1, 4):
+        out, out_grid, smap = strided_map(level_coords, level_grid, pad=pads[level - 1])
+        if not len(out):
+            break
+        nbr = neighbour_rows_order(out, out_grid)
+        for name, m in ((f"stride 2 into level {level}", smap), (f"subm level {level}", subm_map(out, out_grid))):
+            for bm in bms:
+                steps = [mma_stats(m[order], bm)["tile"] // (bm // 16)
+                         for order in (np.arange(len(m)), nbr, mask_order(m))]
+                tiles = (len(m) + bm - 1) // bm
+                print(f"| {name} | {len(m)} | {(m >= 0).sum() / len(m):.2f} | {bm} | {tiles} | "
+                      + " | ".join(f"{v / tiles:.1f}" for v in steps) + " |")
+        level_coords, level_grid = out, out_grid
     return 0
 
 
