@@ -244,8 +244,8 @@ std::vector<uint16_t> igemm_tile_weights(int id, const std::vector<uint16_t>& w,
                                          int cout_p);
 /// Launches config `id` (grid sized for cap_out, persistent over the device count). `pdl`: as a
 /// programmatic dependent launch (sm_90 images): the kernel may start while the previous kernel of
-/// `st` runs, reading a.n_out, a.out_in and a.row_order before it waits for that kernel, so those
-/// must not be written by it (the engine passes true only when maps are built on the map stream).
+/// `st` runs, reading a.n_out and (unless a.map_late) a.out_in before it waits for that kernel, so the
+/// row count must not be written by it, nor the map unless a.map_late is set.
 void launch_igemm(int id, const ConvArgs& a, int sm_count, cudaStream_t st, bool pdl = false);
 /// True when the current device runs the sm_90a (wgmma) configs: compute capability 9.0.
 bool igemm_wgmma_device();
