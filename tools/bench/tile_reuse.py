@@ -54,11 +54,8 @@ def linear(coords: np.ndarray, grid) -> np.ndarray:
 def strided_sites(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
     """Output sites of a kernel^3, stride^3 conv with padding `pad` (reference.build_conv_map, spconv's
     rule), sorted in bitmap order, and the output grid (an empty set where the grid shrinks to nothing)."""
-    out_grid = tuple((g + 2 * p - kernel) // stride + 1 for g, p in zip(grid, pad))
-    if min(out_grid) <= 0:
-        return np.zeros((0, 3), dtype=np.int64), out_grid
-    m = reference.build_conv_map(_indices(coords), grid, kernel, stride, pad)
-    return m.out_indices[:, 1:].to(torch.int64).numpy(), tuple(m.out_shape)
+    out, out_grid, _ = strided_map(coords, grid, kernel, stride, pad)
+    return out, out_grid
 
 
 def subm_map(coords: np.ndarray, grid) -> np.ndarray:
@@ -72,7 +69,11 @@ def subm_map(coords: np.ndarray, grid) -> np.ndarray:
 
 def strided_map(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
     """The stride-2 conv from the sites `coords` (rows in their given order): its output sites in bitmap order,
-    the output grid and the [N_out, 27] input row of each output row at each offset (-1: none)."""
+    the output grid and the [N_out, kernel^3] input row of each output row at each offset (-1: none); no sites
+    where the grid shrinks to nothing."""
+    out_grid = tuple((g + 2 * p - kernel) // stride + 1 for g, p in zip(grid, pad))
+    if min(out_grid) <= 0:
+        return np.zeros((0, 3), dtype=np.int64), out_grid, np.zeros((0, kernel ** 3), dtype=np.int64)
     m = reference.build_conv_map(_indices(coords), grid, kernel, stride, pad)
     out = m.out_indices[:, 1:].to(torch.int64).numpy()
     order = np.argsort(linear(out, tuple(m.out_shape)), kind="stable")
