@@ -52,10 +52,10 @@ def test_windows_count_rows_between_neighbours_that_are_not_read():
 
 
 def test_strided_sites_follow_spconvs_rule():
-    out, g = tr.strided_sites(line(8), (1, 1, 8), pad=(1, 1, 1))
+    out, g, _ = tr.strided_map(line(8), (1, 1, 8), pad=(1, 1, 1))
     assert g == (1, 1, 4)
     assert [tuple(r) for r in out] == [(0, 0, x) for x in range(4)]
-    out, g = tr.strided_sites(np.array([[0, 0, 5]]), (1, 1, 8), pad=(0, 0, 0))
+    out, g, _ = tr.strided_map(np.array([[0, 0, 5]]), (1, 1, 8), pad=(0, 0, 0))
     assert g == (0, 0, 3) and len(out) == 0  # no z output: the grid shrinks to nothing along z
 
 

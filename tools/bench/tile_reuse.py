@@ -51,13 +51,6 @@ def linear(coords: np.ndarray, grid) -> np.ndarray:
     return reference.linear_keys(_indices(coords), grid).numpy()
 
 
-def strided_sites(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
-    """Output sites of a kernel^3, stride^3 conv with padding `pad` (reference.build_conv_map, spconv's
-    rule), sorted in bitmap order, and the output grid (an empty set where the grid shrinks to nothing)."""
-    out, out_grid, _ = strided_map(coords, grid, kernel, stride, pad)
-    return out, out_grid
-
-
 def subm_map(coords: np.ndarray, grid) -> np.ndarray:
     """[N, 27] input row of each output row's neighbour at each 3x3x3 offset (k = 9 (dz+1) + 3 (dy+1) +
     dx+1), -1 where there is none, from reference.build_subm_map. Rows keep the order of `coords`."""
@@ -234,8 +227,9 @@ def main(argv=None) -> int:
     if not sorted_input:  # the same sites in bitmap order: what sorting the input rows would give
         levels.append((0, "bitmap", coords[np.argsort(linear(coords, grid), kind="stable")], grid))
     level_coords, level_grid = coords, grid
+    strided = {}  # level -> the map of the stride-2 conv into it
     for level in range(1, 4):
-        level_coords, level_grid = strided_sites(level_coords, level_grid, pad=pads[level - 1])
+        level_coords, level_grid, strided[level] = strided_map(level_coords, level_grid, pad=pads[level - 1])
         levels.append((level, "bitmap", level_coords, level_grid))
     maps = [subm_map(level_coords, level_grid) for _, _, level_coords, level_grid in levels]
     # per (level, BM): the reuse statistics, read by the first and the third table
@@ -272,20 +266,17 @@ def main(argv=None) -> int:
     print()
     print("| conv | rows | pairs/row | BM | tiles | steps/tile, bitmap | neighbour-rows | own mask |")
     print("|---|---|---|---|---|---|---|---|")
-    level_coords, level_grid = coords[np.argsort(linear(coords, grid), kind="stable")], grid
-    for level in range(1, 4):
-        out, out_grid, smap = strided_map(level_coords, level_grid, pad=pads[level - 1])
-        if not len(out):
-            break
+    for (level, _, out, out_grid), subm in zip(levels, maps):
+        if level == 0 or not len(out):
+            continue
         nbr = neighbour_rows_order(out, out_grid)
-        for name, m in ((f"stride 2 into level {level}", smap), (f"subm level {level}", subm_map(out, out_grid))):
+        for name, m in ((f"stride 2 into level {level}", strided[level]), (f"subm level {level}", subm)):
             for bm in bms:
                 steps = [mma_stats(m[order], bm)["tile"] // (bm // 16)
                          for order in (np.arange(len(m)), nbr, mask_order(m))]
                 tiles = (len(m) + bm - 1) // bm
                 print(f"| {name} | {len(m)} | {(m >= 0).sum() / len(m):.2f} | {bm} | {tiles} | "
                       + " | ".join(f"{v / tiles:.1f}" for v in steps) + " |")
-        level_coords, level_grid = out, out_grid
     return 0
 
 
