@@ -54,7 +54,7 @@ struct WsTile {
   static constexpr size_t kMapBytes = size_t(kMaxMapK) * BM * 4;
   static constexpr size_t kRawOff = kMapOff + kMapBytes;
   static constexpr size_t kBarOff = kRawOff + (MAP_AHEAD ? kMapBytes : 0);
-  static constexpr size_t kSmem = kBarOff + (STAGES + 1) * 16 + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
+  static constexpr size_t kSmem = kBarOff + STAGES * 16 + (MAP_AHEAD ? 8 : 0) + STAGES * 4 + 8 * 4 + BN * 4 + 1024;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(STAGES >= 3, "at least two steps in flight while the consumers hold one slot");
@@ -69,10 +69,10 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
   __half* sB = sA + STAGES * T::A_STAGE;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kBarOff);
   uint64_t* empty = full + STAGES;
-  uint64_t* map_bar = empty + STAGES;                            // MAP_AHEAD: the next tile's entries landed
-  int* info = reinterpret_cast<int*>(map_bar + 1);               // 1: the slot's step is its tile's last
-  uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);  // [2][4]: the producer warps' offset masks
-  float* bias_s = reinterpret_cast<float*>(wmask + 8);           // bias[n0 .. n0 + BN), 0 beyond cout_w
+  uint64_t* map_bar = empty + STAGES;                                 // MAP_AHEAD: the next tile's entries landed
+  int* info = reinterpret_cast<int*>(map_bar + (MAP_AHEAD ? 1 : 0));  // 1: the slot's step is its tile's last
+  uint32_t* wmask = reinterpret_cast<uint32_t*>(info + STAGES);       // [2][4]: the producer warps' offset masks
+  float* bias_s = reinterpret_cast<float*>(wmask + 8);                // bias[n0 .. n0 + BN), 0 beyond cout_w
   // the producer's tile map: entry (k, row g + 16 i) at [(k * 16 + g) * RI + i], in 16-byte units of x (-1: none)
   int* map_s = reinterpret_cast<int*>(smem + T::kMapOff);
   // MAP_AHEAD: the next tile's map entries, [row][k] as the kernel map stores them
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
       mbar_init(&full[s], 128 + 1);             // every producer thread + the TMA arrival
       mbar_init(&empty[s], 4 * T::kConsumers);  // lane 0 of every consumer warp
     }
-    mbar_init(map_bar, 1);  // thread 0's expect_tx
+    if constexpr (MAP_AHEAD) mbar_init(map_bar, 1);  // thread 0's expect_tx
     mbar_fence_init();
   }
   // the bias is a weight, not an output of the previous kernel: read before grid_dependency_wait. Kept in
@@ -287,22 +287,19 @@ __global__ void __launch_bounds__(WsTile<BM, BN, STAGES, MAP_AHEAD>::kThreads, 1
             const __half2 o = __floats2half2_rn(v0, v1);  // the fp16 conv output
             e[i] = *reinterpret_cast<const uint32_t*>(&o);
           }
+          // round b (lane bit b, index bit b): of each pair of elements whose indices differ in bit b, a lane
+          // keeps the one whose bit b equals its own and trades the other with lane q ^ b
 #pragma unroll
-          for (int i1 = 0; i1 < 2; ++i1) {  // exchange over lane bit 0 the elements of the other index bit 0
-            const uint32_t got = __shfl_xor_sync(0xffffffffu, (q & 1) ? e[2 * i1] : e[2 * i1 + 1], 1);
-            if (q & 1)
-              e[2 * i1] = got;
-            else
-              e[2 * i1 + 1] = got;
-          }
+          for (int b = 1; b <= 2; b <<= 1)
 #pragma unroll
-          for (int i0 = 0; i0 < 2; ++i0) {  // then over lane bit 1 the elements of the other index bit 1
-            const uint32_t got = __shfl_xor_sync(0xffffffffu, (q & 2) ? e[i0] : e[2 + i0], 2);
-            if (q & 2)
-              e[i0] = got;
-            else
-              e[2 + i0] = got;
-          }
+            for (int p = 0; p < 2; ++p) {
+              const int lo = b == 1 ? 2 * p : p, hi = lo | b;  // the pair's indices, bit b clear and set
+              const uint32_t got = __shfl_xor_sync(0xffffffffu, (q & b) ? e[lo] : e[hi], b);
+              if (q & b)
+                e[lo] = got;
+              else
+                e[hi] = got;
+            }
           const int col = n0 + (4 * g + q) * 8;
           if (!live || col >= a.cout_p) continue;
           alignas(16) __half v[8];
