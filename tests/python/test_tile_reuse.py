@@ -141,7 +141,7 @@ def test_strided_map_rows_are_in_bitmap_order_with_every_pair():
 def test_neighbour_rows_order_sorts_stably_by_the_six_kernel_rows():
     # three sites on z = 1 (bitmap order: x = 0, 2, 4 at y = 1) and one site at z = 0, y = 1, x = 3
     c = np.array([[0, 1, 3], [1, 1, 0], [1, 1, 2], [1, 1, 4]])
-    order = tr.neighbour_rows_order(c, (3, 3, 5))
+    order = tr.neighbour_rows_order(tr.subm_map(c, (3, 3, 5)))
     # keys: (0,1,3): rows at z = 1, y = 1 (q = 4) hold x = 2, 4 -> bit 4; (1,1,0): none; (1,1,2) and (1,1,4):
     # kernel row z = 0, y = 1 (q = 1) holds x = 3 -> bit 1. Ascending keys, bitmap order within a key.
     assert list(order) == [1, 2, 3, 0]

@@ -77,22 +77,15 @@ def strided_map(coords: np.ndarray, grid, kernel=3, stride=2, pad=(1, 1, 1)):
     return out[order], tuple(m.out_shape), table
 
 
-def neighbour_rows_order(coords: np.ndarray, grid) -> np.ndarray:
-    """The CUDA engine's neighbour-row order of a site set (docs/cuda_backend.md, Site sets): a permutation of the
-    rows of `coords` (given in bitmap order), stably sorted by a six-bit key whose bit q says that kernel row q of
-    the six at z - 1 (q = 0..2: y - 1, y, y + 1) and z + 1 (q = 3..5) holds a site among x - 1 .. x + 1."""
-    keys = np.sort(linear(coords, grid))
-    key = np.zeros(len(coords), dtype=np.int64)
+def neighbour_rows_order(subm: np.ndarray) -> np.ndarray:
+    """The CUDA engine's neighbour-row order of a site set (docs/cuda_backend.md, Site sets), from the set's subm map
+    (subm_map, rows in bitmap order): a permutation of its rows, stably sorted by a six-bit key whose bit q says that
+    kernel row q of the six at z - 1 (q = 0..2: y - 1, y, y + 1) and z + 1 (q = 3..5) holds a site among x - 1 .. x + 1,
+    i.e. that one of the map's three offsets 9 (dz + 1) + 3 (dy + 1) + 0..2 of that kernel row has an entry."""
+    key = np.zeros(len(subm), dtype=np.int64)
     for q in range(6):
-        z, y = coords[:, 0] + (-1 if q < 3 else 1), coords[:, 1] + q % 3 - 1
-        found = np.zeros(len(coords), dtype=bool)
-        for dx in (-1, 0, 1):
-            x = coords[:, 2] + dx
-            inside = (z >= 0) & (z < grid[0]) & (y >= 0) & (y < grid[1]) & (x >= 0) & (x < grid[2])
-            cell = (z * grid[1] + y) * grid[2] + x
-            at = np.minimum(np.searchsorted(keys, cell), len(keys) - 1)
-            found |= inside & (keys[at] == cell)
-        key |= found.astype(np.int64) << q
+        first = (0 if q < 3 else 18) + 3 * (q % 3)  # the kernel row's offset at dx = -1
+        key |= (subm[:, first:first + 3] >= 0).any(axis=1).astype(np.int64) << q
     return np.argsort(key, kind="stable")
 
 
@@ -266,14 +259,14 @@ def main(argv=None) -> int:
     print()
     print("| conv | rows | pairs/row | BM | tiles | steps/tile, bitmap | neighbour-rows | own mask |")
     print("|---|---|---|---|---|---|---|---|")
-    for (level, _, out, out_grid), subm in zip(levels, maps):
+    for (level, _, out, _), subm in zip(levels, maps):
         if level == 0 or not len(out):
             continue
-        nbr = neighbour_rows_order(out, out_grid)
+        nbr = neighbour_rows_order(subm)
         for name, m in ((f"stride 2 into level {level}", strided[level]), (f"subm level {level}", subm)):
+            orders = (np.arange(len(m)), nbr, mask_order(m))  # bitmap, neighbour rows, the map's own masks
             for bm in bms:
-                steps = [mma_stats(m[order], bm)["tile"] // (bm // 16)
-                         for order in (np.arange(len(m)), nbr, mask_order(m))]
+                steps = [mma_stats(m[order], bm)["tile"] // (bm // 16) for order in orders]
                 tiles = (len(m) + bm - 1) // bm
                 print(f"| {name} | {len(m)} | {(m >= 0).sum() / len(m):.2f} | {bm} | {tiles} | "
                       + " | ".join(f"{v / tiles:.1f}" for v in steps) + " |")
