@@ -70,6 +70,17 @@ def test_byte_stats_of_a_line():
     assert b3["weights"] == 3 * 3 * 512 and b3["weights2"] == (3 + 3) * 512
 
 
+def test_tile_steps_count_each_tiles_offsets_per_split_cta():
+    m = tr.subm_map(line(8), (1, 1, 8))
+    # every 4-row tile of a line uses offsets 12, 13, 14 only
+    assert list(tr.tile_steps(m, 4)) == [3, 3]
+    # split in two: CTA 0 takes the even offsets (12, 14), CTA 1 the odd one (13), tile-major
+    assert list(tr.tile_steps(m, 4, 2)) == [2, 1, 2, 1]
+    # a single site: only its centre; the absent padding rows of the last tile add nothing
+    one = tr.subm_map(np.array([[0, 0, 0]]), (1, 1, 1))
+    assert list(tr.tile_steps(one, 16, 3)) == [0, 1, 0]  # 13 = 1 (mod 3)
+
+
 def test_merged_length():
     assert tr.merged_length([(0, 4), (3, 7), (10, 10)]) == 9
     assert tr.merged_length([(5, 6), (0, 9)]) == 10
@@ -93,9 +104,11 @@ def test_cli_prints_every_level_and_rejects_bad_indices(tmp_path, capsys):
     assert "gather MB now" not in out and "| union MB |" not in out
     reuse_header = next(l for l in out.splitlines() if l.startswith("| level | rows |"))
     assert reuse_header.count("|") == 11
-    # three tables of five site sets, then the steps table: a stride-2 and a subm conv per level 1..3
+    # three tables of five site sets, then the steps table: a stride-2 and a subm conv per level 1..3, then the
+    # steps' spread: the subm convs of levels 2..3, unsplit and split in two
     assert "| steps/tile, bitmap | neighbour-rows | own mask |" in out
-    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5 + 3 * 2
+    assert "| steps per CTA: min | median | mean | max |" in out
+    assert sum(1 for l in out.splitlines() if l.startswith("| ") and "| 64 |" in l) == 3 * 5 + 3 * 2 + 2 * 2
     bad = tmp_path / "bad.tensor"
     save_tensor(bad, idx[:, :3].copy())
     assert tr.main([str(bad), "--grid", "16x32x32"]) == 2

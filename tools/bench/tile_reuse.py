@@ -20,7 +20,9 @@ neighbour at the offset (what a tile that only skips whole offsets runs, e.g. th
 in a third, the bytes a subm conv of the level moves through L2 (byte_stats: gathers, weight slices re-read per
 tile, output; with union-staged gathers and with weights shared by two neighbouring tiles); in a fourth, the
 whole-offset steps of the 64/128-row tiles of every conv (the subm convs of levels 1-3 and the stride-2 convs into
-them) in bitmap order, in the engine's neighbour-row order of the output set, and sorted by each map's own mask.
+them) in bitmap order, in the engine's neighbour-row order of the output set, and sorted by each map's own mask;
+in a fifth, how those steps spread over the tiles (and the CTAs of a split in two) of levels 2-3 in neighbour-row
+order: the longest chains against the mean, what a tile's place in the grid could balance.
 
     /usr/bin/python3 tools/bench/tile_reuse.py <indices.tensor> --grid 41x1440x1440 [--bm 64,128]
         [--order zyx] [--channels 16,32,64,128] [--pads 1,1,1:0,1,1]
@@ -158,6 +160,15 @@ def mma_stats(m: np.ndarray, bm: int) -> dict:
             "dense": tiles * (bm // 16) * has.shape[1]}
 
 
+def tile_steps(m: np.ndarray, bm: int, split: int = 1) -> np.ndarray:
+    """Whole-offset steps of each tile of bm rows (offsets any of its rows has an entry at), per CTA of a split
+    class: with split S, CTA z of a tile takes the offsets k = z (mod S), so the result has S entries per tile
+    (tile-major). The spread of these chains is what a tile's place in the grid could balance."""
+    active = tile_presence(m, bm).any(axis=1)  # [tiles, K]
+    k = np.arange(m.shape[1])
+    return np.stack([active[:, k % split == z].sum(axis=1) for z in range(split)], axis=1).reshape(-1)
+
+
 def byte_stats(m: np.ndarray, bm: int, cin: int, cout: int) -> dict:
     """Bytes one fp16 conv of a map moves through L2 with tiles of bm rows (the engine's gather-GEMM):
       gathers    one input row of cin halves per entry present
@@ -270,6 +281,18 @@ def main(argv=None) -> int:
                 tiles = (len(m) + bm - 1) // bm
                 print(f"| {name} | {len(m)} | {(m >= 0).sum() / len(m):.2f} | {bm} | {tiles} | "
                       + " | ".join(f"{v / tiles:.1f}" for v in steps) + " |")
+    # the spread of the tiles' chains in neighbour-row order (64-row tiles split in two: the level-3 split class)
+    print()
+    print("| conv | BM | split | CTAs | steps per CTA: min | median | mean | max |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (level, _, out, _), subm in zip(levels, maps):
+        if level < 2 or not len(out):
+            continue
+        for bm in bms:
+            for split in (1, 2):
+                s = tile_steps(subm[neighbour_rows_order(subm)], bm, split)
+                print(f"| subm level {level} | {bm} | {split} | {len(s)} | {s.min()} | {np.median(s):.0f} | "
+                      f"{s.mean():.1f} | {s.max()} |")
     return 0
 
 
