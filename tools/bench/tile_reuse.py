@@ -288,9 +288,10 @@ def main(argv=None) -> int:
     for (level, _, out, _), subm in zip(levels, maps):
         if level < 2 or not len(out):
             continue
+        ordered = subm[neighbour_rows_order(subm)]
         for bm in bms:
             for split in (1, 2):
-                s = tile_steps(subm[neighbour_rows_order(subm)], bm, split)
+                s = tile_steps(ordered, bm, split)
                 print(f"| subm level {level} | {bm} | {split} | {len(s)} | {s.min()} | {np.median(s):.0f} | "
                       f"{s.mean():.1f} | {s.max()} |")
     return 0
