@@ -270,14 +270,15 @@ def main(argv=None) -> int:
     print()
     print("| conv | rows | pairs/row | BM | tiles | steps/tile, bitmap | neighbour-rows | own mask |")
     print("|---|---|---|---|---|---|---|---|")
+    # each generated level's neighbour-row order, read by this table and the next
+    nbrs = {level: neighbour_rows_order(subm) for (level, _, out, _), subm in zip(levels, maps) if level and len(out)}
     for (level, _, out, _), subm in zip(levels, maps):
-        if level == 0 or not len(out):
+        if level not in nbrs:
             continue
-        nbr = neighbour_rows_order(subm)
         for name, m in ((f"stride 2 into level {level}", strided[level]), (f"subm level {level}", subm)):
-            orders = (np.arange(len(m)), nbr, mask_order(m))  # bitmap, neighbour rows, the map's own masks
+            orders = (np.arange(len(m)), nbrs[level], mask_order(m))  # bitmap, neighbour rows, the map's own masks
             for bm in bms:
-                steps = [mma_stats(m[order], bm)["tile"] // (bm // 16) for order in orders]
+                steps = [tile_steps(m[order], bm).sum() for order in orders]
                 tiles = (len(m) + bm - 1) // bm
                 print(f"| {name} | {len(m)} | {(m >= 0).sum() / len(m):.2f} | {bm} | {tiles} | "
                       + " | ".join(f"{v / tiles:.1f}" for v in steps) + " |")
@@ -285,10 +286,10 @@ def main(argv=None) -> int:
     print()
     print("| conv | BM | split | CTAs | steps per CTA: min | median | mean | max |")
     print("|---|---|---|---|---|---|---|---|")
-    for (level, _, out, _), subm in zip(levels, maps):
-        if level < 2 or not len(out):
+    for (level, _, _, _), subm in zip(levels, maps):
+        if level < 2 or level not in nbrs:
             continue
-        ordered = subm[neighbour_rows_order(subm)]
+        ordered = subm[nbrs[level]]
         for bm in bms:
             for split in (1, 2):
                 s = tile_steps(ordered, bm, split)
