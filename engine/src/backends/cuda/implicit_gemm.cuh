@@ -329,17 +329,19 @@ struct Tile {
 
   // Load assignment: a thread copies SEG consecutive 16-byte chunks of one row (one map read and
   // one address per segment), SEG chosen so that the segments of a tile roughly cover the block.
-  // The wgmma tiles' gathers copy one chunk per lane instead: consecutive lanes then cover whole
-  // rows (128 or 64 bytes), so a warp's copy instruction touches 4-8 rows' lines rather than 16
-  // (two lanes per row); the copy path's work per gathered line bounds the 64/128-channel levels,
-  // and the extra map reads per thread cost less than it saves.
+  // The two-stage wgmma tiles (among them the split tiles of the 128-channel level) copy one chunk per lane
+  // instead: consecutive lanes then cover whole rows (128 or 64 bytes), so a warp's copy instruction
+  // touches 4-8 rows' lines rather than 16 (two lanes per row) — the copy path's work per gathered
+  // line bounds that level. Deeper wgmma tiles, which keep a step's MMAs in flight, copy two chunks
+  // per lane: there the registers and map reads of four items per thread cost more than the lines
+  // save (docs/benchmarks.md, session 38).
   static constexpr int CPR = BK / 8;
   static constexpr int seg_for(int rows) {
     int seg = CPR;
     while (seg > 1 && rows * (CPR / seg) < kThreads) seg /= 2;
     return seg;
   }
-  static constexpr int A_SEG = WG ? 1 : seg_for(BM);
+  static constexpr int A_SEG = WG ? (STAGES <= 2 ? 1 : 2) : seg_for(BM);
   static constexpr int A_ITEMS = BM * (CPR / A_SEG);
   static constexpr int A_ITERS = (A_ITEMS + kThreads - 1) / kThreads;
   static constexpr int B_SEG = seg_for(BN);
