@@ -342,6 +342,7 @@ struct Tile {
     return seg;
   }
   static constexpr int A_SEG = WG ? (STAGES <= 2 ? 1 : 2) : seg_for(BM);
+  static_assert(CPR % A_SEG == 0, "a row's chunks split into whole segments");
   static constexpr int A_ITEMS = BM * (CPR / A_SEG);
   static constexpr int A_ITERS = (A_ITEMS + kThreads - 1) / kThreads;
   static constexpr int B_SEG = seg_for(BN);
