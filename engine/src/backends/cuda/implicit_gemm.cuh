@@ -331,10 +331,10 @@ struct Tile {
   // one address per segment), SEG chosen so that the segments of a tile roughly cover the block.
   // The two-stage wgmma tiles (among them the split tiles of the 128-channel level) copy one chunk
   // per lane instead: consecutive lanes then cover whole rows (128 or 64 bytes), so a warp's copy
-  // instruction touches 4-8 rows' lines rather than 16 (two lanes per row) — the copy path's work
-  // per gathered line bounds that level. Deeper wgmma tiles, which keep a step's MMAs in flight, copy
-  // two chunks per lane: there an item (registers, a map read) per chunk costs more than the lines
-  // save (docs/benchmarks.md, session 38).
+  // instruction touches 4-8 rows' lines rather than the 16 of seg_for's segments (two lanes per
+  // row) — the copy path's work per gathered line bounds that level. Deeper wgmma tiles, which keep a step's MMAs in
+  // flight, copy two chunks per lane: there an item (registers, a map read) per chunk costs more than the lines save
+  // (docs/benchmarks.md, session 38).
   static constexpr int CPR = BK / 8;
   static constexpr int seg_for(int rows) {
     int seg = CPR;
