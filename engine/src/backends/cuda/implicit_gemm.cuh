@@ -328,9 +328,9 @@ struct Tile {
   static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
 
   // Load assignment: a thread copies SEG consecutive 16-byte chunks of one row (one map read and
-  // one address per segment). seg_for gives each thread one item by making segments as long as the
-  // block allows, so each lane takes most of a row and a warp's copy instruction touches up to 32
-  // rows' lines — and the copy path's work per gathered line bounds the gathers. So rows of 64 bytes
+  // one address per segment). seg_for makes segments as long as possible while every thread keeps an
+  // item, so a lane takes most of a row and a warp's copy instruction touches up to 32 rows' lines —
+  // and the copy path's work per gathered line bounds the gathers. So rows of 64 bytes
   // or more (CPR >= 4) are gathered one chunk per lane: consecutive lanes cover whole rows, 32 / CPR
   // rows' lines per instruction. Deeper wgmma tiles, which keep a step's MMAs in flight, copy two
   // chunks per lane (there an item per chunk — registers, a map read — costs more than the lines
