@@ -328,22 +328,22 @@ struct Tile {
   static constexpr uint32_t kBSliceBytes = uint32_t(B_SUB * sizeof(__half));
 
   // Load assignment: a thread copies SEG consecutive 16-byte chunks of one row (one map read and
-  // one address per segment). seg_for makes segments as long as possible while every thread keeps an
-  // item, so a lane takes most of a row and a warp's copy instruction touches up to 32 rows' lines —
-  // and the copy path's work per gathered line bounds the gathers. So rows of 64 bytes
-  // or more (CPR >= 4) are gathered one chunk per lane: consecutive lanes cover whole rows, 32 / CPR
-  // rows' lines per instruction. Deeper wgmma tiles, which keep a step's MMAs in flight, copy two
-  // chunks per lane (there an item per chunk — registers, a map read — costs more than the lines
-  // save); 16- and 32-byte rows keep seg_for (there one chunk per lane cost the mma.sync tiles
-  // registers and gained nothing). Measured: docs/benchmarks.md, sessions 38-39. The weight slices
-  // (B) are contiguous: seg_for.
+  // one address per segment). seg_for makes segments as long as possible while every thread keeps
+  // an item, so a lane takes most of a row and a warp's copy instruction touches up to 32 rows'
+  // lines; the copy path's work per gathered line bounds the gathers. So rows of 64 bytes or more
+  // (CPR >= 4, every wgmma tile) are gathered one chunk per lane, consecutive lanes covering whole
+  // rows (32 / CPR rows per instruction), except in the deeper wgmma tiles: they keep a step's MMAs
+  // in flight, and there an item per chunk (its registers, its map read) costs more than the lines
+  // save, so they copy two. Rows of 16 or 32 bytes keep seg_for: one chunk per lane cost the
+  // mma.sync tiles registers and gained nothing. Measured: docs/benchmarks.md, sessions 38-39. The
+  // weight slices (B) are contiguous rows: seg_for.
   static constexpr int CPR = BK / 8;
   static constexpr int seg_for(int rows) {
     int seg = CPR;
     while (seg > 1 && rows * (CPR / seg) < kThreads) seg /= 2;
     return seg;
   }
-  static constexpr int A_SEG = WG ? (STAGES > 2 ? 2 : 1) : (CPR >= 4 ? 1 : seg_for(BM));
+  static constexpr int A_SEG = CPR < 4 ? seg_for(BM) : (WG && STAGES > 2 ? 2 : 1);
   static_assert(CPR % A_SEG == 0, "a row's chunks split into whole segments");
   static constexpr int A_ITEMS = BM * (CPR / A_SEG);
   static constexpr int A_ITERS = (A_ITEMS + kThreads - 1) / kThreads;
