@@ -397,7 +397,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
       } else {
         // the tiles' quantization-aware epilogue: act(q_conv_value), then q_store8; the row padding up
         // to y's (or y2's) stride is written as zeros
-        const QEpilogue& qe = *a.q;
+        // a copy in registers: through a reference the compiler would read every field again after each
+        // store, since y might alias *a.q
+        const QEpilogue qe = *a.q;
         const int per_row = q_pad_end(qe) / 8;
         for (int it = lane; it < ROWS * per_row; it += 32) {
           const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
