@@ -401,26 +401,39 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         // store, since y might alias *a.q
         const QEpilogue qe = *a.q;
         const int per_row = q_pad_end(qe) / 8;
-        for (int it = lane; it < ROWS * per_row; it += 32) {
-          const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
-          const int64_t row = r0 + rl;
-          if (row >= n) continue;
-          float v[8];
-          if (c8 < a.cout) {  // then c8 + 7 < COUT (a.cout <= COUT): inside the partial sums' rows
-            AccT s8[8];
-            reduce8(rl, c8, s8);
+        auto items = [&](auto form) {
+          for (int it = lane; it < ROWS * per_row; it += 32) {
+            const int rl = g * ROWS + it / per_row, c8 = (it % per_row) * 8;
+            const int64_t row = r0 + rl;
+            if (row >= n) continue;
+            float v[8];
+            if (c8 < a.cout) {  // then c8 + 7 < COUT (a.cout <= COUT): inside the partial sums' rows
+              AccT s8[8];
+              reduce8(rl, c8, s8);
 #pragma unroll
-            for (int q = 0; q < 8; ++q) {
-              const int col = c8 + q;
-              const float m = MODE == kI8 ? qe.mult[col] : 0.f;  // fp16 operands have no multiplier
-              v[q] = apply_act(q_conv_value(s8[q], m, a.bias[col]), a.act, a.alpha);
+              for (int q = 0; q < 8; ++q) {
+                const int col = c8 + q;
+                const float m = MODE == kI8 ? qe.mult[col] : 0.f;  // fp16 operands have no multiplier
+                v[q] = apply_act(q_conv_value(s8[q], m, a.bias[col]), a.act, a.alpha);
+              }
+            } else {
+#pragma unroll
+              for (int q = 0; q < 8; ++q) v[q] = 0.f;
             }
-          } else {
-#pragma unroll
-            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+            if constexpr (decltype(form)::value == 0)
+              q_store8(a, qe, row, c8, v);
+            else
+              q_store8_int8<decltype(form)::value == 2>(a, qe, row, c8, v);
           }
-          q_store8(a, qe, row, c8, v);
-        }
+        };
+        // the all-int8 engines' two cases with their flags as constants (one branch here, not per element)
+        const int form = MODE == kI8 ? q_store8_form(a, qe) : 0;
+        if (form == 1)
+          items(std::integral_constant<int, 1>{});
+        else if (form == 2)
+          items(std::integral_constant<int, 2>{});
+        else
+          items(std::integral_constant<int, 0>{});
       }
       team_sync<P>(team);  // peers are done reading the partial sums
     }

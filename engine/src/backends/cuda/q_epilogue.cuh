@@ -106,6 +106,46 @@ __device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& qe,
   }
 }
 
+/// The all-int8 forms of q_store8, its flags constants (y int8 without y2; with kRes the residual Add in int8 of
+/// the conv's int8 value and an int8 residual): q_epilogue's operations for those flags, without its branches on
+/// the others for every element.
+template <bool kRes>
+__device__ __forceinline__ void q_store8_int8(const ConvArgs& a, const QEpilogue& qe, int64_t row, int col,
+                                              const float (&v)[8]) {
+  alignas(8) int8_t ob[8];
+  if (col >= a.cout) {
+#pragma unroll
+    for (int q = 0; q < 8; ++q) ob[q] = 0;
+  } else {
+    alignas(8) int8_t rb[8];
+    if constexpr (kRes)
+      *reinterpret_cast<uint2*>(rb) =
+          *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) + row * qe.res_stride + col);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      float o = 0.f;
+      if (col + q < a.cout) {
+        if constexpr (kRes) {
+          const float qa = float(quantize8(v[q], qe.conv_inv));
+          o = float(quantize8(__fadd_rn(__fmul_rn(qa, qe.add_sa), __fmul_rn(float(rb[q]), qe.add_sb)), qe.y_inv));
+        } else {
+          o = float(quantize8(v[q], qe.y_inv));
+        }
+        if (a.relu_after) o = o > 0.f ? o : 0.f;
+      }
+      ob[q] = int8_t(int(o));
+    }
+  }
+  *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * qe.y_stride + col) = *reinterpret_cast<const uint2*>(ob);
+}
+
+/// Which form of q_store8 an epilogue can use: 1 q_store8_int8<false>, 2 q_store8_int8<true>, 0 q_store8.
+__device__ __forceinline__ int q_store8_form(const ConvArgs& a, const QEpilogue& qe) {
+  if (qe.y2 != nullptr || !qe.y_q) return 0;
+  if (a.residual == nullptr) return 1;
+  return qe.add_q && qe.conv_q && qe.res_q ? 2 : 0;
+}
+
 /// The largest stride the quantization-aware epilogue writes a row to (y, or a wider y2): columns
 /// from the conv's width up to it are written as zeros (row padding).
 __device__ __forceinline__ int q_pad_end(const QEpilogue& qe) {
