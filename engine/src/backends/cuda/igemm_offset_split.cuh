@@ -420,20 +420,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
               for (int q = 0; q < 8; ++q) v[q] = 0.f;
             }
-            if constexpr (decltype(form)::value == 0)
-              q_store8(a, qe, row, c8, v);
-            else
-              q_store8_int8<decltype(form)::value == 2>(a, qe, row, c8, v);
+            q_store8_as<decltype(form)::value>(a, qe, row, c8, v);
           }
         };
-        // the all-int8 engines' two cases with their flags as constants (one branch here, not per element)
-        const int form = MODE == kI8 ? q_store8_form(a, qe) : 0;
-        if (form == 1)
-          items(std::integral_constant<int, 1>{});
-        else if (form == 2)
-          items(std::integral_constant<int, 2>{});
-        else
-          items(std::integral_constant<int, 0>{});
+        with_q_store_form<MODE == kI8>(a, qe, items);
       }
       team_sync<P>(team);  // peers are done reading the partial sums
     }

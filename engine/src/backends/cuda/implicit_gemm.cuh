@@ -731,30 +731,32 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
         const QEpilogue qe = *a.q;
         const int col_end = blockIdx.y + 1 == gridDim.y ? q_pad_end(qe) : n0 + BN;
         const int per_row = (col_end - n0) / 8;
-        for (int i = tid; i < ROWS * per_row; i += T::kThreads) {
-          const int rl = int(z) * ROWS + i / per_row, c8 = (i % per_row) * 8;
-          const int64_t row = m0 + rl;
-          const int col = n0 + c8;
-          if (row >= n) continue;
-          float v[8];
-          if (col < a.cout) {
-            int sum[8];
-            peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, sum);
-            // the unsplit tiles' per-column value, written out as there: one helper for both changed the int8
-            // tiles' register allocation (benchmarks.md, session 29)
+        with_q_store_form<true>(a, qe, [&](auto form) {
+          for (int i = tid; i < ROWS * per_row; i += T::kThreads) {
+            const int rl = int(z) * ROWS + i / per_row, c8 = (i % per_row) * 8;
+            const int64_t row = m0 + rl;
+            const int col = n0 + c8;
+            if (row >= n) continue;
+            float v[8];
+            if (col < a.cout) {
+              int sum[8];
+              peer_sum8<SPLIT>(sRed + rl * T::LDR + c8, sum);
+              // the unsplit tiles' per-column value, written out as there: one helper for both changed the int8
+              // tiles' register allocation (benchmarks.md, session 29)
 #pragma unroll
-            for (int q = 0; q < 8; ++q) {
-              const int cq = col + q;
-              const float mul = cq < a.cout_w ? qe.mult[cq] : 0.f;
-              const float b = cq < a.cout_w ? a.bias[cq] : 0.f;
-              v[q] = apply_act(q_conv_value(sum[q], mul, b), a.act, a.alpha);
+              for (int q = 0; q < 8; ++q) {
+                const int cq = col + q;
+                const float mul = cq < a.cout_w ? qe.mult[cq] : 0.f;
+                const float b = cq < a.cout_w ? a.bias[cq] : 0.f;
+                v[q] = apply_act(q_conv_value(sum[q], mul, b), a.act, a.alpha);
+              }
+            } else {
+#pragma unroll
+              for (int q = 0; q < 8; ++q) v[q] = 0.f;
             }
-          } else {
-#pragma unroll
-            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+            q_store8_as<decltype(form)::value>(a, qe, row, col, v);
           }
-          q_store8(a, qe, row, col, v);
-        }
+        });
       } else {
         constexpr int CPRC = BN / 8;
         const __half* __restrict__ res = static_cast<const __half*>(a.residual);
@@ -814,29 +816,31 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
       // (of y, and of the second output y2 when there is one).
       const int col_end = blockIdx.y + 1 == gridDim.y ? q_pad_end(qe) : n0 + BN;
       const int per_row = (col_end - n0) / 8;
-      for (int i = tid; i < BM * per_row; i += T::kThreads) {
-        const int rl = i / per_row, c8 = (i % per_row) * 8;
-        const int64_t row = m0 + rl;
-        const int col = n0 + c8;
-        if (row >= n) continue;
-        float v[8];
-        if (col < a.cout) {
-          const float4 lo = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8);
-          const float4 hi = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8 + 4);
-          v[0] = lo.x;
-          v[1] = lo.y;
-          v[2] = lo.z;
-          v[3] = lo.w;
-          v[4] = hi.x;
-          v[5] = hi.y;
-          v[6] = hi.z;
-          v[7] = hi.w;
-        } else {
+      with_q_store_form<MODE == kI8>(a, qe, [&](auto form) {
+        for (int i = tid; i < BM * per_row; i += T::kThreads) {
+          const int rl = i / per_row, c8 = (i % per_row) * 8;
+          const int64_t row = m0 + rl;
+          const int col = n0 + c8;
+          if (row >= n) continue;
+          float v[8];
+          if (col < a.cout) {
+            const float4 lo = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8);
+            const float4 hi = *reinterpret_cast<const float4*>(sRed + rl * T::LDR + c8 + 4);
+            v[0] = lo.x;
+            v[1] = lo.y;
+            v[2] = lo.z;
+            v[3] = lo.w;
+            v[4] = hi.x;
+            v[5] = hi.y;
+            v[6] = hi.z;
+            v[7] = hi.w;
+          } else {
 #pragma unroll
-          for (int q = 0; q < 8; ++q) v[q] = 0.f;
+            for (int q = 0; q < 8; ++q) v[q] = 0.f;
+          }
+          q_store8_as<decltype(form)::value>(a, qe, row, col, v);
         }
-        q_store8(a, qe, row, col, v);
-      }
+      });
     } else {
       // Epilogue pass 1: fragments -> half(act(acc + bias)) in shared memory (0 beyond cout).
 #pragma unroll

@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/kernels.h"
 
@@ -144,6 +145,29 @@ __device__ __forceinline__ int q_store8_form(const ConvArgs& a, const QEpilogue&
   if (qe.y2 != nullptr || !qe.y_q) return 0;
   if (a.residual == nullptr) return 1;
   return qe.add_q && qe.conv_q && qe.res_q ? 2 : 0;
+}
+
+/// q_store8 in the form kForm of q_store8_form.
+template <int kForm>
+__device__ __forceinline__ void q_store8_as(const ConvArgs& a, const QEpilogue& qe, int64_t row, int col,
+                                            const float (&v)[8]) {
+  if constexpr (kForm == 0)
+    q_store8(a, qe, row, col, v);
+  else
+    q_store8_int8<kForm == 2>(a, qe, row, col, v);
+}
+
+/// Runs an epilogue's loop, `items(form)`, with the conv's store form as a std::integral_constant for
+/// q_store8_as: one branch per epilogue instead of branches on uniform flags for every element. Without
+/// kForms (the fp16-operand modes) only the general form is compiled.
+template <bool kForms, class Items>
+__device__ __forceinline__ void with_q_store_form(const ConvArgs& a, const QEpilogue& qe, Items&& items) {
+  if constexpr (kForms) {
+    const int form = q_store8_form(a, qe);
+    if (form == 1) return items(std::integral_constant<int, 1>{});
+    if (form == 2) return items(std::integral_constant<int, 2>{});
+  }
+  items(std::integral_constant<int, 0>{});
 }
 
 /// The largest stride the quantization-aware epilogue writes a row to (y, or a wider y2): columns
