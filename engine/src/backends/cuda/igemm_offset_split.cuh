@@ -420,7 +420,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
 #pragma unroll
               for (int q = 0; q < 8; ++q) v[q] = 0.f;
             }
-            q_store8_as<decltype(form)::value>(a, qe, row, c8, v);
+            q_store8<decltype(form)::value>(a, qe, row, c8, v);
           }
         };
         with_q_store_form<MODE == kI8>(a, qe, items);

@@ -754,7 +754,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
               for (int q = 0; q < 8; ++q) v[q] = 0.f;
             }
-            q_store8_as<decltype(form)::value>(a, qe, row, col, v);
+            q_store8<decltype(form)::value>(a, qe, row, col, v);
           }
         });
       } else {
@@ -838,7 +838,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, MINB) igemm_kernel(cons
 #pragma unroll
             for (int q = 0; q < 8; ++q) v[q] = 0.f;
           }
-          q_store8_as<decltype(form)::value>(a, qe, row, col, v);
+          q_store8<decltype(form)::value>(a, qe, row, col, v);
         }
       });
     } else {

@@ -57,15 +57,28 @@ __device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, bool
 /// results after its activation (read only where col + q < a.cout; other columns are written as 0),
 /// then the residual Add, the ReLU after it, y as int8 or fp16, and the optional second output y2
 /// (quantize(fp16 value), for an int8 reader). Columns at or beyond y's stride are written to y2 only.
-__device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& qe, int64_t row, int col,
+/// kForm (q_store8_form, checked once by the caller): 0 reads every flag; 1 and 2 are the all-int8 cases
+/// whose flags are then constants, so the compiler drops the branches on them for every element.
+template <int kForm = 0>
+__device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& q_in, int64_t row, int col,
                                          const float (&v)[8]) {
+  QEpilogue qe = q_in;
+  if constexpr (kForm != 0) {  // y int8, no second output
+    qe.y_q = true;
+    qe.y2 = nullptr;
+  }
+  if constexpr (kForm == 2) {  // the int8 Add of the conv's int8 value and an int8 residual
+    qe.add_q = true;
+    qe.conv_q = true;
+    qe.res_q = true;
+  }
   float o[8];
   if (col >= a.cout) {
 #pragma unroll
     for (int q = 0; q < 8; ++q) o[q] = 0.f;
   } else {
     float r[8];
-    const bool has_res = a.residual != nullptr;
+    const bool has_res = kForm == 0 ? a.residual != nullptr : kForm == 2;
     if (has_res) {
       if (qe.res_q) {
         const uint2 raw =
@@ -107,58 +120,16 @@ __device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& qe,
   }
 }
 
-/// The all-int8 forms of q_store8, its flags constants (y int8 without y2; with kRes the residual Add in int8 of
-/// the conv's int8 value and an int8 residual): q_epilogue's operations for those flags, without its branches on
-/// the others for every element.
-template <bool kRes>
-__device__ __forceinline__ void q_store8_int8(const ConvArgs& a, const QEpilogue& qe, int64_t row, int col,
-                                              const float (&v)[8]) {
-  alignas(8) int8_t ob[8];
-  if (col >= a.cout) {
-#pragma unroll
-    for (int q = 0; q < 8; ++q) ob[q] = 0;
-  } else {
-    alignas(8) int8_t rb[8];
-    if constexpr (kRes)
-      *reinterpret_cast<uint2*>(rb) =
-          *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(a.residual) + row * qe.res_stride + col);
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      float o = 0.f;
-      if (col + q < a.cout) {
-        if constexpr (kRes) {
-          const float qa = float(quantize8(v[q], qe.conv_inv));
-          o = float(quantize8(__fadd_rn(__fmul_rn(qa, qe.add_sa), __fmul_rn(float(rb[q]), qe.add_sb)), qe.y_inv));
-        } else {
-          o = float(quantize8(v[q], qe.y_inv));
-        }
-        if (a.relu_after) o = o > 0.f ? o : 0.f;
-      }
-      ob[q] = int8_t(int(o));
-    }
-  }
-  *reinterpret_cast<uint2*>(static_cast<int8_t*>(a.y) + row * qe.y_stride + col) = *reinterpret_cast<const uint2*>(ob);
-}
-
-/// Which form of q_store8 an epilogue can use: 1 q_store8_int8<false>, 2 q_store8_int8<true>, 0 q_store8.
+/// Which form of q_store8 an epilogue can use: 1 y int8 without y2 and no residual; 2 the same with the int8
+/// Add of an int8 conv value and an int8 residual; 0 any other combination.
 __device__ __forceinline__ int q_store8_form(const ConvArgs& a, const QEpilogue& qe) {
   if (qe.y2 != nullptr || !qe.y_q) return 0;
   if (a.residual == nullptr) return 1;
   return qe.add_q && qe.conv_q && qe.res_q ? 2 : 0;
 }
 
-/// q_store8 in the form kForm of q_store8_form.
-template <int kForm>
-__device__ __forceinline__ void q_store8_as(const ConvArgs& a, const QEpilogue& qe, int64_t row, int col,
-                                            const float (&v)[8]) {
-  if constexpr (kForm == 0)
-    q_store8(a, qe, row, col, v);
-  else
-    q_store8_int8<kForm == 2>(a, qe, row, col, v);
-}
-
 /// Runs an epilogue's loop, `items(form)`, with the conv's store form as a std::integral_constant for
-/// q_store8_as: one branch per epilogue instead of branches on uniform flags for every element. Without
+/// q_store8<form>: one branch per epilogue instead of branches on uniform flags for every element. Without
 /// kForms (the fp16-operand modes) only the general form is compiled.
 template <bool kForms, class Items>
 __device__ __forceinline__ void with_q_store_form(const ConvArgs& a, const QEpilogue& qe, Items&& items) {
