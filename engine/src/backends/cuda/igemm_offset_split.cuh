@@ -113,9 +113,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   // The row count comes from the map stream, not from the previous conv: readable before the wait.
   const int64_t n = rows_of(a.n_out, a.cap_out);
   const int64_t nslabs = (n + WR - 1) / WR;
+  // The block's slabs: base + team, + step, .. below end. At most two rounds of the grid's teams (a frame
+  // like nuScenes'): every block a contiguous run, the runs as even as the grid allows, so that every SM
+  // carries about the same number of slabs (whole rounds of TEAMS dealt to the first blocks left level 1 of
+  // the real frame with 20 slabs on 85 SMs and 10 on the other 47). More rounds (large frames, batches): the
+  // grid's teams take the next gridDim * TEAMS consecutive slabs together, round by round, which measured
+  // faster there (docs/benchmarks.md, session 42).
+  const int64_t bi = blockIdx.x, stride = int64_t(gridDim.x) * C::TEAMS;
+  const bool even_runs = nslabs <= 2 * stride;
+  const int64_t bper = nslabs / gridDim.x, bextra = nslabs - bper * gridDim.x;
+  const int64_t base = even_runs ? bi * bper + (bi < bextra ? bi : bextra) : bi * C::TEAMS;
+  const int64_t step = even_runs ? int64_t(C::TEAMS) : stride;
+  const int64_t end = even_runs ? base + bper + (bi < bextra ? 1 : 0) : nslabs;
   // Weights [k][co][ci] of the conv (a.w is [K][cout_w][cin_p]), swizzled rows; waited for below. A block
   // without a slab (the grid is sized from the planned capacity, the frame may be smaller) stages none.
-  if (int64_t(blockIdx.x) * C::TEAMS < nslabs) {
+  if (base < end) {
     const __half* w = static_cast<const __half*>(a.w);
     for (int i = tid; i < KK * COUT * C::CPR; i += C::kThreads) {
       const int c = i % C::CPR, co = (i / C::CPR) % COUT, k = i / (C::CPR * COUT);
@@ -155,8 +167,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
         mp[h][j] = (row < n && g + j * P < KK) ? sm[(lane + 32 * h) * KK + g + j * P] : -1;
     }
   };
-  const int64_t slab0 = int64_t(blockIdx.x) * C::TEAMS + team;
-  if (slab0 < nslabs && !a.map_late) stage_map(slab0);  // in flight beside the weights
+  const int64_t slab0 = base + team;
+  if (slab0 < end && !a.map_late) stage_map(slab0);  // in flight beside the weights
   ptx::cp_async_commit();
   ptx::cp_async_wait_mem<0>();
   __syncthreads();  // the weights have landed (every thread waited for its own copies)
@@ -192,8 +204,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     }
   }
 
-  const int64_t stride = int64_t(gridDim.x) * C::TEAMS;
-  for (int64_t slab = slab0; slab < nslabs; slab += stride) {
+  for (int64_t slab = slab0; slab < end; slab += step) {
     const int64_t r0 = slab * WR;
     // the stage region is free: the last slab's epilogue ended with its team's sync (map_late: the first
     // slab's map is staged here too, after the wait)
@@ -208,7 +219,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     // The block's last round (its first team has no further slab): let the next kernel launch, so
     // its blocks stage their weights and maps on the SMs this grid's blocks leave, while the rest
     // still run. Its own griddepcontrol.wait still waits for this grid to complete.
-    if (slab - team + stride >= nslabs) ptx::grid_launch_dependents();
+    if (slab - team + step >= end) ptx::grid_launch_dependents();
 
     // gather of the group's j-th offset into stage slot s: a warp instruction copies 32 / CPR whole rows
     // (rows 32h + q * 32 / CPR + rsub, q = it % CPR); every address is a lane constant plus an immediate
