@@ -11,12 +11,11 @@
 // Checks (exit 1 on any failure): every kernel vs the CPU reference (rel-L2 < 1e-3 with the same fp16
 // rounding of the output); osplit vs the igemm tiles (cosine > 0.99999; bitwise for P = 1, whose
 // summation order is theirs); all osplit configs of one offset-group class P bitwise equal; two runs
-// bitwise equal. INT8 engines (int8 rows of the same channels, random non-zero int8 inputs and weights,
-// three quantization-aware epilogues: int8 y; int8 Add of an int8 residual; fp16 y with a second int8
-// output): every int8 osplit config bitwise equal to the int8 tiles (and to a host reference of
-// docs/int8.md's arithmetic for the first epilogue). Timing: CUDA events around each launch, back to
-// back after warm-up, median of --runs.
-// Exit 77 (ctest: skipped) without a GPU or without the frame.
+// bitwise equal, and equal on a grid of four SMs (osplit's slabs by rounds, not in even runs). INT8 engines (int8 rows
+// of the same channels, random non-zero int8 inputs and weights, three quantization-aware epilogues: int8 y; int8 Add
+// of an int8 residual; fp16 y with a second int8 output): every int8 osplit config bitwise equal to the int8 tiles (and
+// to a host reference of docs/int8.md's arithmetic for the first epilogue). Timing: CUDA events around each launch,
+// back to back after warm-up, median of --runs. Exit 77 (ctest: skipped) without a GPU or without the frame.
 //
 //   offset_split_check [--data DIR] [--runs N] [--quick]
 #include <cuda_runtime_api.h>
@@ -55,6 +54,9 @@ namespace {
       throw scn::Error(std::string("CUDA error in ") + #expr + ": " + cudaGetErrorString(e_) + " (line " + \
                        std::to_string(__LINE__) + ")");                                                    \
   } while (0)
+
+// SMs of the small grids: far more slabs than two rounds of their teams on either level
+constexpr int kFewSms = 4;
 
 int failures = 0;
 void check(bool ok, const std::string& what) {
@@ -303,6 +305,12 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       CK(cudaMemset(y.p, 0xff, y.bytes));
       launch_osplit(id, a, sm, st);
       check(result() == got, std::string(c.name) + " bitwise equal run to run");
+      // the grid of four SMs: many rounds of its teams, so the slabs go round by round instead of in even runs
+      // per block (igemm_offset_split.cuh); each slab is summed the same way wherever it runs
+      CK(cudaMemset(y.p, 0xff, y.bytes));
+      launch_osplit(id, a, kFewSms, st);
+      check(result() == got, std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) +
+                                 " SMs (slabs by rounds)");
       auto cls = std::find_if(per_class.begin(), per_class.end(), [&](const auto& q) { return q.first == c.groups; });
       if (cls == per_class.end())
         per_class.emplace_back(c.groups, got);
@@ -514,6 +522,9 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
                              " of " + std::to_string(got.size()) + " bytes differ)");
       check(launch_clean([&] { launch_osplit(id, a, sm, st); }) == got,
             std::string(c.name) + " bitwise equal run to run");
+      check(
+          launch_clean([&] { launch_osplit(id, a, kFewSms, st); }) == got,
+          std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) + " SMs (slabs by rounds)");
       const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
       table.push_back(
           {std::string(p.level) + " i8", e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
