@@ -115,10 +115,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const int64_t nslabs = (n + WR - 1) / WR;
   // The block's slabs: base + team, + step, .. below end. At most two rounds of the grid's teams (a frame
   // like nuScenes'): every block a contiguous run, the runs as even as the grid allows, so that every SM
-  // carries about the same number of slabs (whole rounds of TEAMS dealt to the first blocks left level 1 of
-  // the real frame with 20 slabs on 85 SMs and 10 on the other 47). More rounds (large frames, batches): the
-  // grid's teams take the next gridDim * TEAMS consecutive slabs together, round by round, which measured
-  // faster there (docs/benchmarks.md, session 42).
+  // carries about the same number of slabs (whole groups of TEAMS dealt round by round leave a partial last
+  // round on the first blocks only, and the other SMs idle). More rounds (large frames, batches): the grid's
+  // teams take the next gridDim * TEAMS consecutive slabs together, round by round, where the imbalance of
+  // the last round is small and this order measured faster (docs/benchmarks.md, session 42).
   const int64_t bi = blockIdx.x, stride = int64_t(gridDim.x) * C::TEAMS;
   const bool even_runs = nslabs <= 2 * stride;
   const int64_t bper = nslabs / gridDim.x, bextra = nslabs - bper * gridDim.x;
