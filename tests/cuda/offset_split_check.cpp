@@ -55,13 +55,23 @@ namespace {
                        std::to_string(__LINE__) + ")");                                                    \
   } while (0)
 
-// SMs of the small grids: far more slabs than two rounds of their teams on either level
+// SMs of the small grids: far more slabs than two rounds of their teams on either level (checked per config)
 constexpr int kFewSms = 4;
 
 int failures = 0;
 void check(bool ok, const std::string& what) {
   std::printf("  [%s] %s\n", ok ? "PASS" : "FAIL", what.c_str());
   if (!ok) ++failures;
+}
+
+/// True when a launch of osplit config `id` on `sm_count` SMs over `rows` rows must deal its slabs round by
+/// round: more slabs than two rounds of the largest grid it can get (sm_count x blocks per SM x teams), the
+/// kernel's switch from even runs per block (igemm_offset_split.cuh).
+bool slabs_by_rounds(int id, int64_t rows, int sm_count) {
+  const OsplitConfig& c = osplit_config(id);
+  const int64_t slabs = (rows + c.rows - 1) / c.rows;
+  const int64_t teams = int64_t(c.warps / c.groups) * osplit_blocks_per_sm(id) * sm_count;
+  return slabs > 2 * teams;
 }
 
 /// A device buffer freed on scope exit.
@@ -307,6 +317,8 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       check(result() == got, std::string(c.name) + " bitwise equal run to run");
       // the grid of four SMs: many rounds of its teams, so the slabs go round by round instead of in even runs
       // per block (igemm_offset_split.cuh); each slab is summed the same way wherever it runs
+      check(slabs_by_rounds(id, p.n, kFewSms),
+            std::string(c.name) + " takes its slabs by rounds on the grid of " + std::to_string(kFewSms) + " SMs");
       CK(cudaMemset(y.p, 0xff, y.bytes));
       launch_osplit(id, a, kFewSms, st);
       check(result() == got, std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) +
@@ -522,6 +534,8 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
                              " of " + std::to_string(got.size()) + " bytes differ)");
       check(launch_clean([&] { launch_osplit(id, a, sm, st); }) == got,
             std::string(c.name) + " bitwise equal run to run");
+      check(slabs_by_rounds(id, p.n, kFewSms),
+            std::string(c.name) + " takes its slabs by rounds on the grid of " + std::to_string(kFewSms) + " SMs");
       check(
           launch_clean([&] { launch_osplit(id, a, kFewSms, st); }) == got,
           std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) + " SMs (slabs by rounds)");
