@@ -264,8 +264,10 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: int8_quant_sim MODEL.onnx --calibrate F.tensor I.tensor --eval F.tensor I.tensor --grid D0xD1xD2 "
-      "LABEL:node,node,... [LABEL:...]\n"
-      "  prints 1 - cosine vs FP32 of each plan (its int8 nodes) under each quantization scheme\n");
+      "[--check-engine TOL] LABEL:node,node,... [LABEL:...]\n"
+      "  prints 1 - cosine vs FP32 of each plan (its int8 nodes) under each quantization scheme; --check-engine: exit "
+      "1\n"
+      "  when the simulated 'cal sym' loss differs from the CPU INT8 engine's by more than TOL (relative)\n");
   return 2;
 }
 
@@ -277,6 +279,7 @@ int main(int argc, char** argv) {
     const std::string model_path = argv[1];
     Frame eval, cal;
     std::string grid;
+    double tolerance = -1.0;
     std::vector<std::pair<std::string, std::set<std::string>>> plans;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
@@ -287,6 +290,8 @@ int main(int argc, char** argv) {
         i += 2;
       } else if (a == "--grid" && i + 1 < argc) {
         grid = argv[++i];
+      } else if (a == "--check-engine" && i + 1 < argc) {
+        tolerance = std::stod(argv[++i]);
       } else if (a.find(':') != std::string::npos && a[0] != '-') {
         std::set<std::string> nodes;
         std::istringstream names(a.substr(a.find(':') + 1));
@@ -305,14 +310,26 @@ int main(int argc, char** argv) {
     std::printf("| plan | int8 nodes | engine |");
     for (const Scheme& s : kSchemes) std::printf(" %s |", s.name);
     std::printf("\n");
+    int mismatches = 0;
     for (const auto& [label, nodes] : plans) {
       const auto quant = sim.attributes(nodes);
-      std::printf("| %s | %zu | %.2e |", label.c_str(), nodes.size(), sim.engine_loss(quant));
-      for (const Scheme& s : kSchemes) std::printf(" %.2e |", sim.loss(nodes, quant, s));
+      const double engine = sim.engine_loss(quant);
+      std::printf("| %s | %zu | %.2e |", label.c_str(), nodes.size(), engine);
+      double simulated = 0.0;
+      for (const Scheme& s : kSchemes) {
+        const double l = sim.loss(nodes, quant, s);
+        if (&s == &kSchemes[0]) simulated = l;
+        std::printf(" %.2e |", l);
+      }
       std::printf("\n");
       std::fflush(stdout);
+      if (tolerance >= 0.0 && !(std::fabs(simulated - engine) <= tolerance * engine)) {
+        std::fprintf(stderr, "int8_quant_sim: plan '%s': simulated loss %.3e, CPU INT8 engine %.3e (tolerance %g)\n",
+                     label.c_str(), simulated, engine, tolerance);
+        ++mismatches;
+      }
     }
-    return 0;
+    return mismatches ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "int8_quant_sim: %s\n", e.what());
     return 1;
