@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/int8_observer.h"
+#include "graph/rebuild.h"
 #include "scn/calibrate.h"
 #include "scn/engine.h"
 #include "scn/error.h"
@@ -144,11 +145,27 @@ class Simulator {
     std::map<int, Read> reads;  ///< by value id of `builder`'s graph
   };
   static Rebuilt rebuild(const Graph& g, const std::set<std::string>& plan, bool round_weights) {
-    Rebuilt out{EngineBuilder(g.source), {}};
-    EngineBuilder& b = out.builder;
-    std::vector<ValueId> id(g.values.size(), -1), copy(g.values.size(), -1);
-    // the input that int8 node n reads as operand k: the value, or its copy
-    auto int8_input = [&](const Node& n, size_t k) {
+    Rebuilt out;
+    std::vector<ValueId> copy(g.values.size(), -1);
+    RebuildHooks hooks;
+    hooks.quant = [](const Node&) { return QuantAttrs{}; };
+    hooks.conv = [&](const Node& n) {
+      ConvAttrs c = n.conv;
+      if (!round_weights || !plan.count(n.name)) return c;
+      Tensor w = c.weight.to_dtype(DType::Float32).clone();
+      const int64_t co = w.dim(0), per = w.numel() / co;
+      SCN_CHECK(n.quant.weight_dynamic_ranges.size() == size_t(co), g.source, ": plan node '", n.name,
+                "' has no per-channel weight ranges");
+      float* p = w.ptr<float>();
+      for (int64_t o = 0; o < co; ++o)
+        for (int64_t k = 0; k < per; ++k)
+          p[o * per + k] = round_to_grid(p[o * per + k], n.quant.weight_dynamic_ranges[size_t(o)], false);
+      c.weight = w;
+      return c;
+    };
+    // the input that an int8 node reads as operand k: the value, or its copy
+    hooks.input = [&](const Node& n, size_t k, ValueId read, EngineBuilder& b) {
+      if (!plan.count(n.name)) return read;
       const int v = n.inputs[k];
       Read r;
       r.source = v;
@@ -158,7 +175,6 @@ class Simulator {
       for (const Node& w : g.nodes)
         if (w.output == v)
           r.nonnegative = w.op == OpType::Relu || (w.op == OpType::SparseConv && w.conv.activation == Activation::ReLU);
-      ValueId read = id[size_t(v)];
       if (r.nonnegative) {
         if (copy[size_t(v)] < 0) copy[size_t(v)] = b.push_relu(g.values[size_t(v)].name + "_int8_read", read);
         read = copy[size_t(v)];
@@ -166,60 +182,10 @@ class Simulator {
       out.reads[read] = r;
       return read;
     };
-    for (const Node& n : g.nodes) {
-      const bool int8 = plan.count(n.name) > 0;
-      SCN_CHECK(!int8 || n.op == OpType::SparseConv || n.op == OpType::Add, g.source, ": plan node '", n.name,
-                "' is neither a SparseConvolution nor an Add");
-      auto in = [&](size_t k) { return int8 ? int8_input(n, k) : id[size_t(n.inputs[k])]; };
-      const std::string& name = n.output >= 0 ? g.values[size_t(n.output)].name : n.name;
-      ValueId v = -1;
-      switch (n.op) {
-        case OpType::Input:
-          v = b.push_input(n.name, g.values[size_t(n.output)].channels);
-          break;
-        case OpType::SparseConv: {
-          ConvAttrs c = n.conv;
-          if (int8 && round_weights) {
-            Tensor w = c.weight.to_dtype(DType::Float32).clone();
-            const int64_t co = w.dim(0), per = w.numel() / co;
-            SCN_CHECK(n.quant.weight_dynamic_ranges.size() == size_t(co), g.source, ": plan node '", n.name,
-                      "' has no per-channel weight ranges");
-            float* p = w.ptr<float>();
-            for (int64_t o = 0; o < co; ++o)
-              for (int64_t k = 0; k < per; ++k)
-                p[o * per + k] = round_to_grid(p[o * per + k], n.quant.weight_dynamic_ranges[size_t(o)], false);
-            c.weight = w;
-          }
-          v = b.push_sparse_conv(n.name, in(0), c, {}, name);
-          break;
-        }
-        case OpType::Add: {
-          const ValueId x0 = in(0), x1 = in(1);
-          v = b.push_add(n.name, x0, x1, {}, name);
-          break;
-        }
-        case OpType::Relu:
-          v = b.push_relu(n.name, in(0), name);
-          break;
-        case OpType::Concat: {
-          std::vector<ValueId> xs;
-          for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(in(k));
-          v = b.push_concat(n.name, xs, name);
-          break;
-        }
-        case OpType::ScatterDense:
-          v = b.push_dense(n.name, in(0), n.dense, {}, name);
-          break;
-        case OpType::Reshape:
-          v = b.push_reshape(n.name, in(0), n.dims, name);
-          break;
-        case OpType::Transpose:
-          v = b.push_transpose(n.name, in(0), n.dims, name);
-          break;
-      }
-      id[size_t(n.output)] = v;
-    }
-    for (int o : g.outputs) b.push_output(id[size_t(o)]);
+    for (const Node& n : g.nodes)
+      SCN_CHECK(!plan.count(n.name) || n.op == OpType::SparseConv || n.op == OpType::Add, g.source, ": plan node '",
+                n.name, "' is neither a SparseConvolution nor an Add");
+    out.builder = rebuild_graph(g, hooks);
     return out;
   }
 

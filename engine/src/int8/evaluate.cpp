@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/int8_observer.h"
+#include "graph/rebuild.h"
 #include "scn/calibrate.h"
 #include "scn/error.h"
 
@@ -16,48 +17,12 @@ EngineBuilder with_int8_attributes(const EngineBuilder& model, const std::map<st
     const auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.name == name; });
     SCN_CHECK(it != g.nodes.end(), g.source, ": INT8 attributes for node '", name, "', which the graph does not have");
   }
-  EngineBuilder b(g.source);
-  std::vector<ValueId> id(g.values.size(), -1);
-  auto in = [&](size_t k, const Node& n) { return id[size_t(n.inputs[k])]; };
-  for (const Node& n : g.nodes) {
+  RebuildHooks hooks;
+  hooks.quant = [&](const Node& n) {
     const auto qit = quant.find(n.name);
-    const QuantAttrs& q = qit == quant.end() ? n.quant : qit->second;
-    const std::string& out = n.output >= 0 ? g.values[size_t(n.output)].name : n.name;
-    ValueId v = -1;
-    switch (n.op) {
-      case OpType::Input:
-        v = b.push_input(n.name, g.values[size_t(n.output)].channels);
-        break;
-      case OpType::SparseConv:
-        v = b.push_sparse_conv(n.name, in(0, n), n.conv, q, out);
-        break;
-      case OpType::Add:
-        v = b.push_add(n.name, in(0, n), in(1, n), q, out);
-        break;
-      case OpType::Relu:
-        v = b.push_relu(n.name, in(0, n), out);
-        break;
-      case OpType::Concat: {
-        std::vector<ValueId> xs;
-        for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(in(k, n));
-        v = b.push_concat(n.name, xs, out);
-        break;
-      }
-      case OpType::ScatterDense:
-        v = b.push_dense(n.name, in(0, n), n.dense, q, out);
-        break;
-      case OpType::Reshape:
-        v = b.push_reshape(n.name, in(0, n), n.dims, out);
-        break;
-      case OpType::Transpose:
-        v = b.push_transpose(n.name, in(0, n), n.dims, out);
-        break;
-    }
-    for (const auto& [key, text] : n.info) b.annotate_last(key, text);
-    id[size_t(n.output)] = v;
-  }
-  for (int o : g.outputs) b.push_output(id[size_t(o)]);
-  return b;
+    return qit == quant.end() ? n.quant : qit->second;
+  };
+  return rebuild_graph(g, hooks);
 }
 
 bool has_precision(OpType op) { return op == OpType::SparseConv || op == OpType::Add; }
