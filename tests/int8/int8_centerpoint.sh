@@ -11,13 +11,9 @@
 # Usage: int8_centerpoint.sh SCN PYTHON SOURCE_DIR DATA_DIR WORK_DIR MODE MIN_COSINE
 set -euo pipefail
 SCN=$1 PY=$2 SRC=$3 DATA=$4 WORK=$5 MODE=$6 MIN=$7
-export PYTHONPATH="$SRC/tools/python"
 mkdir -p "$WORK"
 cd "$WORK"
-# The model's weights do not depend on the frame: export it with a small one (fast reference).
-"$SCN" synth --voxels 3000 --seed 5 --features tiny_f.tensor --indices tiny_i.tensor --quiet
-"$PY" -m scn_tools.make_reference --quiet --model centerpoint --order zyx --features tiny_f.tensor \
-    --indices tiny_i.tensor --grid 41x1440x1440 --seed 0 --onnx cp.onnx --output tiny_ref.tensor
+"$SRC/tests/int8/export_centerpoint.sh" "$SCN" "$PY" "$SRC"
 D="$DATA/nuscenes-centerpoint"
 if [ -f "$D/in_features.torch.fp16.tensor" ]; then
   EF="$D/in_features.torch.fp16.tensor" EI="$D/in_indices_zyx.torch.int32.tensor" WHAT="the real nuScenes frame"

@@ -13,15 +13,12 @@
 # layers --, target 0.999994)
 set -euo pipefail
 SCN=$1 PY=$2 SRC=$3 DATA=$4 WORK=$5 RUNS=${6:-500} MIN=${7:-0.9995}
-export PYTHONPATH="$SRC/tools/python"
 mkdir -p "$WORK"
 cd "$WORK"
 D="$DATA/nuscenes-centerpoint"
 EF="$D/in_features.torch.fp16.tensor" EI="$D/in_indices_zyx.torch.int32.tensor" G=41x1440x1440
 [ -f "$EF" ] || { echo "real frame not found in $D"; exit 1; }
-"$SCN" synth --voxels 3000 --seed 5 --features tiny_f.tensor --indices tiny_i.tensor --quiet
-"$PY" -m scn_tools.make_reference --quiet --model centerpoint --order zyx --features tiny_f.tensor \
-    --indices tiny_i.tensor --grid $G --seed 0 --onnx cp.onnx --output tiny_ref.tensor
+"$SRC/tests/int8/export_centerpoint.sh" "$SCN" "$PY" "$SRC"
 "$SCN" run cp.onnx --features "$EF" --indices "$EI" --grid $G --precision fp32 --device cpu --output y_fp32.tensor
 status=0
 for MODE in all full target; do

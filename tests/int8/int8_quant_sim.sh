@@ -4,12 +4,9 @@
 # synthetic weights on synthetic frames.
 set -euo pipefail
 SIM=$1 SCN=$2 PY=$3 SRC=$4 WORK=$5
-export PYTHONPATH="$SRC/tools/python"
 mkdir -p "$WORK"
 cd "$WORK"
-"$SCN" synth --voxels 3000 --seed 5 --features tiny_f.tensor --indices tiny_i.tensor --quiet
-"$PY" -m scn_tools.make_reference --quiet --model centerpoint --order zyx --features tiny_f.tensor \
-    --indices tiny_i.tensor --grid 41x1440x1440 --seed 0 --onnx cp.onnx --output tiny_ref.tensor
+"$SRC/tests/int8/export_centerpoint.sh" "$SCN" "$PY" "$SRC"
 "$SCN" synth --voxels 12000 --seed 7 --features cal_f.tensor --indices cal_i.tensor --quiet
 "$SCN" synth --voxels 8000 --seed 8 --features eval_f.tensor --indices eval_i.tensor --quiet
 convs() { local s="" i; for i in $(seq "$1" "$2"); do s="$s,conv$i"; done; echo "${s#,}"; }
