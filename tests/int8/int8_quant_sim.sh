@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # int8_quant_sim reproduces the CPU INT8 engine: its simulated symmetric column (the engines' scheme) within 5 % of the
 # engine's own loss, on an all-int8 plan and on a mixed one (int8 convs, fp16 residual Adds), CenterPoint with
 # synthetic weights on synthetic frames.

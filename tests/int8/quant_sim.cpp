@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -110,7 +111,7 @@ class Simulator {
         const bool u = s.unsigned_relu && it->second.nonnegative;
         std::vector<float> r(size_t(c), it->second.range);
         if (s.ranges == Ranges::CalChannel) {
-          r = cal_ranges_.at(it->second.source);
+          r = cal_ranges_.at(it->second.source);  // with_int8_attributes keeps the model's value ids
         } else if (s.ranges != Ranges::Calibrated) {
           std::fill(r.begin(), r.end(), 0.f);
           for (int64_t i = 0; i < n; ++i) r[size_t(i % c)] = std::max(r[size_t(i % c)], std::fabs(x[i]));
@@ -257,7 +258,11 @@ int main(int argc, char** argv) {
       } else if (a == "--grid" && i + 1 < argc) {
         grid = argv[++i];
       } else if (a == "--check-engine" && i + 1 < argc) {
-        tolerance = std::stod(argv[++i]);
+        const std::string t = argv[++i];
+        char* end = nullptr;
+        tolerance = std::strtod(t.c_str(), &end);
+        SCN_CHECK(!t.empty() && *end == '\0' && tolerance >= 0.0, "--check-engine '", t,
+                  "': expected a relative tolerance >= 0 (e.g. 0.05)");
       } else if (a.find(':') != std::string::npos && a[0] != '-') {
         std::set<std::string> nodes;
         std::istringstream names(a.substr(a.find(':') + 1));
