@@ -74,6 +74,16 @@ bool slabs_by_rounds(int id, int64_t rows, int sm_count) {
   return slabs > 2 * teams;
 }
 
+/// Osplit config `id` on the grid of kFewSms SMs over `rows` rows: it must take its slabs by rounds, and `run` (the
+/// launch there, returning the output) must give `want`, the full grid's bits (a slab is summed the same way wherever
+/// it runs).
+template <class Run, class Out>
+void check_few_sms(int id, int64_t rows, const Run& run, const Out& want) {
+  const std::string name = osplit_config(id).name, grid = " on the grid of " + std::to_string(kFewSms) + " SMs";
+  check(slabs_by_rounds(id, rows, kFewSms), name + " takes its slabs by rounds" + grid);
+  check(run() == want, name + " bitwise equal" + grid + " (slabs by rounds)");
+}
+
 /// A device buffer freed on scope exit.
 struct Buf {
   void* p = nullptr;
@@ -315,14 +325,14 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       CK(cudaMemset(y.p, 0xff, y.bytes));
       launch_osplit(id, a, sm, st);
       check(result() == got, std::string(c.name) + " bitwise equal run to run");
-      // the grid of four SMs: many rounds of its teams, so the slabs go round by round instead of in even runs
-      // per block (igemm_offset_split.cuh); each slab is summed the same way wherever it runs
-      check(slabs_by_rounds(id, p.n, kFewSms),
-            std::string(c.name) + " takes its slabs by rounds on the grid of " + std::to_string(kFewSms) + " SMs");
-      CK(cudaMemset(y.p, 0xff, y.bytes));
-      launch_osplit(id, a, kFewSms, st);
-      check(result() == got, std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) +
-                                 " SMs (slabs by rounds)");
+      check_few_sms(
+          id, p.n,
+          [&] {
+            CK(cudaMemset(y.p, 0xff, y.bytes));
+            launch_osplit(id, a, kFewSms, st);
+            return result();
+          },
+          got);
       auto cls = std::find_if(per_class.begin(), per_class.end(), [&](const auto& q) { return q.first == c.groups; });
       if (cls == per_class.end())
         per_class.emplace_back(c.groups, got);
@@ -534,11 +544,8 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
                              " of " + std::to_string(got.size()) + " bytes differ)");
       check(launch_clean([&] { launch_osplit(id, a, sm, st); }) == got,
             std::string(c.name) + " bitwise equal run to run");
-      check(slabs_by_rounds(id, p.n, kFewSms),
-            std::string(c.name) + " takes its slabs by rounds on the grid of " + std::to_string(kFewSms) + " SMs");
-      check(
-          launch_clean([&] { launch_osplit(id, a, kFewSms, st); }) == got,
-          std::string(c.name) + " bitwise equal on the grid of " + std::to_string(kFewSms) + " SMs (slabs by rounds)");
+      check_few_sms(
+          id, p.n, [&] { return launch_clean([&] { launch_osplit(id, a, kFewSms, st); }); }, got);
       const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
       table.push_back(
           {std::string(p.level) + " i8", e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});

@@ -13,17 +13,21 @@
 //   eval channel  one R per channel, from the evaluated frame itself, symmetric / unsigned
 //   cal channel   one R per channel from the --calibrate frame (what a calibration would write), symmetric / unsigned
 // Each column is 1 - cosine of the output against FP32.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/int8_observer.h"
+#include "commands.h"
+#include "common.h"
+#include "compare.h"
 #include "graph/rebuild.h"
 #include "scn/calibrate.h"
 #include "scn/engine.h"
@@ -72,10 +76,11 @@ class Simulator {
  public:
   Simulator(const EngineBuilder& model, const Frame& cal, const Frame& eval, Int3 grid)
       : model_(model), calibrator_(model), eval_(eval), grid_(grid) {
-    reference_ = run(model_, eval_, nullptr);
+    const std::unique_ptr<Engine> fp32 = build(model_);
+    reference_ = run(*fp32, eval_, nullptr);
     calibrator_.add_frame(frame(cal));
     // per-channel absmax of every sparse value on the calibration frame (the cal channel columns)
-    run(model_, cal, [&](const cpu::ObservedValue& v) {
+    run(*fp32, cal, [&](const cpu::ObservedValue& v) {
       if (!v.coords) return;
       std::vector<float>& r = cal_ranges_[v.value];
       r.assign(size_t(v.channels), 0.f);
@@ -94,32 +99,38 @@ class Simulator {
     return 1.0 - evaluate_int8(calibrator_, quant, frame(eval_)).min_cosine;
   }
 
-  /// 1 - cosine against FP32 of the plan (its int8 nodes by name) simulated under the scheme.
-  double loss(const std::set<std::string>& plan, const std::map<std::string, QuantAttrs>& quant,
-              const Scheme& s) const {
+  /// 1 - cosine against FP32 of the plan (its int8 nodes by name) simulated under each of kSchemes, in order. The
+  /// plan's graph is built twice (weights rounded, weights exact) and each engine runs every scheme that uses it.
+  std::vector<double> losses(const std::set<std::string>& plan, const std::map<std::string, QuantAttrs>& quant) const {
     const EngineBuilder quantized = with_int8_attributes(model_, quant);
-    const Rebuilt rebuilt = rebuild(quantized.graph(), plan, s.round_weights);
-    const std::map<int, Read>& reads = rebuilt.reads;
-    cpu::ValueObserver round;
-    if (s.round_values)
-      round = [&](const cpu::ObservedValue& v) {
-        const auto it = reads.find(v.value);
-        if (it == reads.end()) return;
-        // the observer's pointer is the FP32 engine's own buffer: rounding it in place is what the readers see
-        float* x = const_cast<float*>(v.data);
-        const int64_t n = v.rows * v.channels, c = v.channels;
-        const bool u = s.unsigned_relu && it->second.nonnegative;
-        std::vector<float> r(size_t(c), it->second.range);
-        if (s.ranges == Ranges::CalChannel) {
-          r = cal_ranges_.at(it->second.source);  // with_int8_attributes keeps the model's value ids
-        } else if (s.ranges != Ranges::Calibrated) {
-          std::fill(r.begin(), r.end(), 0.f);
-          for (int64_t i = 0; i < n; ++i) r[size_t(i % c)] = std::max(r[size_t(i % c)], std::fabs(x[i]));
-          if (s.ranges == Ranges::EvalTensor) std::fill(r.begin(), r.end(), *std::max_element(r.begin(), r.end()));
-        }
-        for (int64_t i = 0; i < n; ++i) x[i] = round_to_grid(x[i], r[size_t(i % c)], u);
-      };
-    return 1.0 - cosine(reference_, run(rebuilt.builder, eval_, round));
+    const Rebuilt rounded = rebuild(quantized.graph(), plan, true), exact = rebuild(quantized.graph(), plan, false);
+    const std::unique_ptr<Engine> e_rounded = build(rounded.builder), e_exact = build(exact.builder);
+    std::vector<double> out;
+    for (const Scheme& s : kSchemes) {
+      Engine& e = s.round_weights ? *e_rounded : *e_exact;
+      const std::map<int, Read>& reads = (s.round_weights ? rounded : exact).reads;
+      cpu::ValueObserver round;
+      if (s.round_values)
+        round = [&](const cpu::ObservedValue& v) {
+          const auto it = reads.find(v.value);
+          if (it == reads.end()) return;
+          // the observer's pointer is the FP32 engine's own buffer: rounding it in place is what the readers see
+          float* x = const_cast<float*>(v.data);
+          const int64_t n = v.rows * v.channels, c = v.channels;
+          const bool u = s.unsigned_relu && it->second.nonnegative;
+          std::vector<float> r(size_t(c), it->second.range);
+          if (s.ranges == Ranges::CalChannel) {
+            r = cal_ranges_.at(it->second.source);  // with_int8_attributes keeps the model's value ids
+          } else if (s.ranges != Ranges::Calibrated) {
+            std::fill(r.begin(), r.end(), 0.f);
+            for (int64_t i = 0; i < n; ++i) r[size_t(i % c)] = std::max(r[size_t(i % c)], std::fabs(x[i]));
+            if (s.ranges == Ranges::EvalTensor) std::fill(r.begin(), r.end(), *std::max_element(r.begin(), r.end()));
+          }
+          for (int64_t i = 0; i < n; ++i) x[i] = round_to_grid(x[i], r[size_t(i % c)], u);
+        };
+      out.push_back(1.0 - cli::compare_tensors(run(e, eval_, round), reference_, 0).cosine);
+    }
+    return out;
   }
 
  private:
@@ -183,101 +194,77 @@ class Simulator {
       out.reads[read] = r;
       return read;
     };
-    for (const Node& n : g.nodes)
-      SCN_CHECK(!plan.count(n.name) || n.op == OpType::SparseConv || n.op == OpType::Add, g.source, ": plan node '",
-                n.name, "' is neither a SparseConvolution nor an Add");
+    // (the plan's nodes are SparseConvolution or Add nodes: Calibrator::attributes checked them)
     out.builder = rebuild_graph(g, hooks);
     return out;
   }
 
-  /// The first output of an FP32 CPU forward over the frame, the observer installed.
-  std::vector<double> run(const EngineBuilder& b, const Frame& f, const cpu::ValueObserver& observer) const {
+  /// The FP32 CPU engine of a graph.
+  static std::unique_ptr<Engine> build(const EngineBuilder& b) {
     BuildOptions o;
     o.backend = Backend::Cpu;
     o.precision = Precision::Fp32;
-    auto e = b.build(o);
-    if (observer) cpu::set_value_observer(*e, observer);
-    e->set_input(0, f.features, f.indices, grid_, 1);
-    e->forward();
-    const Tensor t = e->output(0);
-    const float* p = t.ptr<float>();
-    return std::vector<double>(p, p + t.numel());
+    return b.build(o);
   }
 
-  static double cosine(const std::vector<double>& a, const std::vector<double>& b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) ab += a[i] * b[i], aa += a[i] * a[i], bb += b[i] * b[i];
-    return ab / std::sqrt(aa * bb);
+  /// The first output of a forward over the frame with the observer installed (none: removed). The frame is bound
+  /// again each time: an observer may have rounded the input value in place.
+  Tensor run(Engine& e, const Frame& f, const cpu::ValueObserver& observer) const {
+    cpu::set_value_observer(e, observer);
+    e.set_input(0, f.features, f.indices, grid_, 1);
+    e.forward();
+    return e.output(0).clone();
   }
 
   const EngineBuilder& model_;
   Calibrator calibrator_;
   Frame eval_;
   Int3 grid_;
-  std::vector<double> reference_;
+  Tensor reference_;
   std::map<int, std::vector<float>> cal_ranges_;
 };
-
-Int3 parse_grid(const std::string& s) {
-  Int3 g{};
-  char x1 = 0, x2 = 0;
-  std::istringstream in(s);
-  SCN_CHECK((in >> g[0] >> x1 >> g[1] >> x2 >> g[2]) && x1 == 'x' && x2 == 'x' && in.peek() == EOF, "--grid '", s,
-            "': expected D0xD1xD2");
-  return g;
-}
-
-int usage() {
-  std::fprintf(
-      stderr,
-      "usage: int8_quant_sim MODEL.onnx --calibrate F.tensor I.tensor --eval F.tensor I.tensor --grid D0xD1xD2 "
-      "[--check-engine TOL] LABEL:node,node,... [LABEL:...]\n"
-      "  prints 1 - cosine vs FP32 of each plan (its int8 nodes) under each quantization scheme; --check-engine: exit "
-      "1\n"
-      "  when the simulated 'cal sym' loss differs from the CPU INT8 engine's by more than TOL (relative)\n");
-  return 2;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{
+      "int8_quant_sim: other INT8 activation schemes simulated in the FP32 CPU engine, per plan; prints 1 - "
+      "cosine vs FP32 of each plan under each scheme (tests/int8/quant_sim.cpp)"};
+  std::string model_path, grid;
+  std::vector<std::string> cal_files, eval_files, plan_specs;
+  double tolerance = -1.0;
+  app.add_option("model", model_path, "ONNX model (NVIDIA SCN schema)")->required()->check(CLI::ExistingFile);
+  app.add_option("--calibrate", cal_files, "Calibration frame: FEATURES.tensor INDICES.tensor")
+      ->required()
+      ->expected(2)
+      ->check(CLI::ExistingFile);
+  app.add_option("--eval", eval_files, "Evaluated frame: FEATURES.tensor INDICES.tensor")
+      ->required()
+      ->expected(2)
+      ->check(CLI::ExistingFile);
+  app.add_option("--grid", grid, "Grid in the model's index order, D0xD1xD2")->required()->check(cli::grid_validator());
+  app.add_option("--check-engine", tolerance,
+                 "Exit 1 when the simulated 'cal sym' loss differs from the CPU INT8 engine's by more than this "
+                 "(relative)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("plans", plan_specs, "LABEL:node,node,... (the plan's int8 SparseConvolution and Add nodes)")
+      ->required();
+  CLI11_PARSE(app, argc, argv);
   try {
-    if (argc < 2) return usage();
-    const std::string model_path = argv[1];
-    Frame eval, cal;
-    std::string grid;
-    double tolerance = -1.0;
     std::vector<std::pair<std::string, std::set<std::string>>> plans;
-    for (int i = 2; i < argc; ++i) {
-      const std::string a = argv[i];
-      if ((a == "--eval" || a == "--calibrate") && i + 2 < argc) {
-        Frame& f = a == "--eval" ? eval : cal;
-        f.features = Tensor::load(argv[i + 1]);
-        f.indices = Tensor::load(argv[i + 2]);
-        i += 2;
-      } else if (a == "--grid" && i + 1 < argc) {
-        grid = argv[++i];
-      } else if (a == "--check-engine" && i + 1 < argc) {
-        const std::string t = argv[++i];
-        char* end = nullptr;
-        tolerance = std::strtod(t.c_str(), &end);
-        SCN_CHECK(!t.empty() && *end == '\0' && tolerance >= 0.0, "--check-engine '", t,
-                  "': expected a relative tolerance >= 0 (e.g. 0.05)");
-      } else if (a.find(':') != std::string::npos && a[0] != '-') {
-        std::set<std::string> nodes;
-        std::istringstream names(a.substr(a.find(':') + 1));
-        for (std::string t; std::getline(names, t, ',');)
-          if (!t.empty()) nodes.insert(t);
-        SCN_CHECK(!nodes.empty(), "plan '", a, "' names no node");
-        plans.emplace_back(a.substr(0, a.find(':')), nodes);
-      } else {
-        std::fprintf(stderr, "int8_quant_sim: unexpected argument '%s'\n", a.c_str());
-        return usage();
-      }
+    for (const std::string& a : plan_specs) {
+      const size_t colon = a.find(':');
+      std::set<std::string> nodes;
+      std::istringstream names(colon == std::string::npos ? "" : a.substr(colon + 1));
+      for (std::string t; std::getline(names, t, ',');)
+        if (!t.empty()) nodes.insert(t);
+      SCN_CHECK(!nodes.empty(), "plan '", a, "': expected LABEL:node,node,...");
+      plans.emplace_back(a.substr(0, colon), nodes);
     }
-    if (!eval.features.defined() || !cal.features.defined() || grid.empty() || plans.empty()) return usage();
+    const Frame cal{Tensor::load(cal_files[0]), Tensor::load(cal_files[1])};
+    const Frame eval{Tensor::load(eval_files[0]), Tensor::load(eval_files[1])};
     const EngineBuilder model = parse_onnx(model_path);
-    Simulator sim(model, cal, eval, parse_grid(grid));
+    Simulator sim(model, cal, eval, cli::parse_grid(grid));
     std::printf("| plan | int8 nodes | engine |");
     for (const Scheme& s : kSchemes) std::printf(" %s |", s.name);
     std::printf("\n");
@@ -285,15 +272,12 @@ int main(int argc, char** argv) {
     for (const auto& [label, nodes] : plans) {
       const auto quant = sim.attributes(nodes);
       const double engine = sim.engine_loss(quant);
+      const std::vector<double> losses = sim.losses(nodes, quant);
       std::printf("| %s | %zu | %.2e |", label.c_str(), nodes.size(), engine);
-      double simulated = 0.0;
-      for (const Scheme& s : kSchemes) {
-        const double l = sim.loss(nodes, quant, s);
-        if (&s == &kSchemes[0]) simulated = l;
-        std::printf(" %.2e |", l);
-      }
+      for (const double l : losses) std::printf(" %.2e |", l);
       std::printf("\n");
       std::fflush(stdout);
+      const double simulated = losses[0];  // kSchemes[0]: the engines' scheme
       if (tolerance >= 0.0 && !(std::fabs(simulated - engine) <= tolerance * engine)) {
         std::fprintf(stderr, "int8_quant_sim: plan '%s': simulated loss %.3e, CPU INT8 engine %.3e (tolerance %g)\n",
                      label.c_str(), simulated, engine, tolerance);
