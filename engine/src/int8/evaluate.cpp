@@ -5,6 +5,7 @@
 
 #include "backends/cpu/int8_observer.h"
 #include "graph/rebuild.h"
+#include "int8/agreement.h"
 #include "scn/calibrate.h"
 #include "scn/error.h"
 
@@ -53,27 +54,6 @@ std::string int8_node_notice(const Graph& graph) {
                         " SparseConvolution / Add nodes run int8, the others fp16");
 }
 
-namespace {
-
-struct Stats {
-  double dot = 0, na = 0, nb = 0, diff = 0, max_abs = 0;
-  void add(double x, double r) {
-    dot += x * r;
-    na += x * x;
-    nb += r * r;
-    diff += (x - r) * (x - r);
-    max_abs = std::max(max_abs, std::fabs(x - r));
-  }
-  // Two all-zero tensors agree exactly; one all-zero tensor against a non-zero one has cosine 0.
-  double cosine() const {
-    if (na == 0 && nb == 0) return 1.0;
-    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
-  }
-  double rel_l2() const { return nb > 0 ? std::sqrt(diff / nb) : (diff > 0 ? INFINITY : 0.0); }
-};
-
-}  // namespace
-
 AccuracyReport evaluate_int8(Calibrator& cal, const std::map<std::string, QuantAttrs>& quant,
                              const CalibrationFrame& frame, bool per_layer) {
   BuildOptions i8;
@@ -104,7 +84,7 @@ AccuracyReport evaluate_int8(Calibrator& cal, const std::map<std::string, QuantA
       const std::vector<float>& r = ref[size_t(v.value)];
       if (!v.coords || r.size() != size_t(v.rows * v.channels)) return;
       const float s = v.int8 ? v.range / 127.0f : 1.f;
-      Stats st;
+      Agreement st;
       for (size_t i = 0; i < r.size(); ++i) st.add(v.int8 ? double(v.data[i]) * s : double(v.data[i]), r[i]);
       const Node& n = g.nodes[size_t(v.node)];
       layer[size_t(v.value)] = {n.name, g.values[size_t(v.value)].name, v.int8, st.cosine(), st.rel_l2()};
@@ -122,8 +102,7 @@ AccuracyReport evaluate_int8(Calibrator& cal, const std::map<std::string, QuantA
     const Tensor x = e8->output(i).to_dtype(DType::Float32);
     SCN_CHECK(r.numel() == x.numel(), g.source, ": output '", e32.output_name(i), "' has ", x.numel(),
               " values in the INT8 engine and ", r.numel(), " in the FP32 engine");
-    Stats st;
-    for (int64_t k = 0; k < r.numel(); ++k) st.add(double(x.ptr<float>()[k]), double(r.ptr<float>()[k]));
+    const Agreement st = agreement(x, r);
     rep.outputs.push_back({e32.output_name(i), st.cosine(), st.rel_l2(), st.max_abs});
     rep.min_cosine = std::min(rep.min_cosine, st.cosine());
   }

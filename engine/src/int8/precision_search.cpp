@@ -9,24 +9,13 @@
 
 #include "backends/cpu/int8_observer.h"
 #include "graph/analysis.h"
+#include "int8/agreement.h"
 #include "scn/calibrate.h"
 #include "scn/error.h"
 
 namespace scn {
 
 namespace {
-
-double cosine(const Tensor& a, const Tensor& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t k = 0; k < a.numel(); ++k) {
-    const double x = a.ptr<float>()[k], r = b.ptr<float>()[k];
-    dot += x * r;
-    na += x * x;
-    nb += r * r;
-  }
-  if (na == 0 && nb == 0) return 1.0;
-  return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
-}
 
 class PlanEvaluator {
  public:
@@ -80,7 +69,7 @@ class PlanEvaluator {
       e->set_input(0, f.features, f.indices, f.grid, f.batch_size, f.labels);
       e->forward();
       for (int i = 0; i < e->num_outputs(); ++i)
-        worst = std::min(worst, cosine(e->output(i).to_dtype(DType::Float32), ref_[k][size_t(i)]));
+        worst = std::min(worst, agreement(e->output(i).to_dtype(DType::Float32), ref_[k][size_t(i)]).cosine());
     }
     return worst;
   }
