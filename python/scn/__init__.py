@@ -9,7 +9,7 @@ tracing exporter and the float64 PyTorch reference), ``scn.bench`` (``python -m 
 """
 
 from scn._scn import Error, cuda_available
-from scn._engine import Engine, Outputs
+from scn._engine import Engine, LayerTiming, Outputs
 
-__all__ = ["Engine", "Error", "Outputs", "cuda_available"]
+__all__ = ["Engine", "Error", "LayerTiming", "Outputs", "cuda_available"]
 __version__ = "0.1.0"

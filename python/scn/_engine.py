@@ -20,7 +20,7 @@ joined to the caller's by two events. The GIL is released while scn works.
 from __future__ import annotations
 
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from scn import _scn
 from scn._scn import Error
@@ -39,6 +39,18 @@ def _torch():
         except ImportError:
             _torch_module = False
     return _torch_module or None
+
+
+class LayerTiming(NamedTuple):
+    """One step of ``Engine.profile_layers()``: the ONNX node, its operator (or ``Input`` / ``KernelMap`` /
+    ``Convert`` for the steps that are not a node's operator), the kernel or algorithm that ran it, its time in
+    milliseconds, and for a split conv how many CTAs share each row tile (1 otherwise)."""
+
+    node: str
+    op: str
+    algorithm: str
+    ms: float
+    split_k: int
 
 
 class Outputs(tuple):
@@ -177,6 +189,12 @@ class Engine:
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
         """Engine::time_forward on the bound input: milliseconds per forward (CUDA events, graph replay)."""
         return list(self._impl.time_forward(int(warmup), int(runs)))
+
+    def profile_layers(self) -> List[LayerTiming]:
+        """Engine::profile_layers on the bound input: one forward run step by step (CUDA: events around each
+        step, no graph), each step's node, operator, algorithm (e.g. the tuned kernel) and milliseconds. The
+        steps' sum is above a graph forward's time (no overlap between steps)."""
+        return [LayerTiming(*t) for t in self._impl.profile_layers()]
 
     # ---- helpers ------------------------------------------------------------------------------
     @staticmethod

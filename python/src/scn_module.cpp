@@ -7,12 +7,14 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "scn/engine.h"
@@ -201,6 +203,17 @@ class PyEngine {
     return engine_->time_forward(warmup, runs);
   }
 
+  /// Engine::profile_layers on the bound input: one forward step by step, (node, op, algorithm, ms, split_k)
+  /// per step.
+  std::vector<std::tuple<std::string, std::string, std::string, double, int>> profile_layers() {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::tuple<std::string, std::string, std::string, double, int>> steps;
+    for (const scn::LayerTiming& t : engine_->profile_layers())
+      steps.emplace_back(t.node, t.op, t.algorithm, t.ms, t.split_k);
+    return steps;
+  }
+
   void check_errors() {
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -326,5 +339,6 @@ NB_MODULE(_scn, m) {
              return nb::cast(e.copy<nb::no_framework>(index, part));
            })
       .def("time_forward", &PyEngine::time_forward)
+      .def("profile_layers", &PyEngine::profile_layers)
       .def("check_errors", &PyEngine::check_errors);
 }

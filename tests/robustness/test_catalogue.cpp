@@ -597,6 +597,7 @@ TEST(Catalogue, I14_EmptyFrame) {
 TEST(Catalogue, I15_ForwardOrOutputOutOfOrder) {
   auto e = small_engine();
   EXPECT_HAS(error_of([&] { e->forward(); }), "forward() before set_input() for input '0'");
+  EXPECT_HAS(error_of([&] { e->profile_layers(); }), "profile_layers() before set_input() for input '0'");
   EXPECT_HAS(error_of([&] { e->output(0); }), "output(0) requested before forward()");
   EXPECT_HAS(error_of([&] { e->output(3); }), "output index 3 out of range (1 outputs)");
   const Input in = good_input();

@@ -153,3 +153,17 @@ def test_first_frame_capacity_and_growth(tiny):
     want = bounds(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID)[0].clone()
     got = fitted(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID)[0]
     assert torch.equal(got, want)
+
+
+def test_profile_layers_steps_and_later_calls(engine, tiny):
+    # the CPU engine's steps (node, op) with the CUDA kernels' names; the graph forwards after it unchanged
+    f, i = dev_inputs(tiny)
+    want = engine(f, i, GRID)[0].clone()
+    steps = engine.profile_layers()
+    cpu = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    cpu(tiny.feats, tiny.idx, GRID)
+    conv_nodes = lambda ss: [s.node for s in ss if s.op == "SparseConvolution"]
+    assert conv_nodes(steps) == conv_nodes(cpu.profile_layers()) and len(conv_nodes(steps)) == 4
+    assert all(s.ms >= 0 and s.split_k >= 1 for s in steps)
+    assert all(s.algorithm for s in steps if s.op == "SparseConvolution")
+    assert torch.equal(engine(f, i, GRID)[0], want)

@@ -146,3 +146,44 @@ def test_bench_without_cuda_says_so(tiny, tmp_path):
     tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
     assert bench.main([str(tiny.path), "--features", str(tmp_path / "f.tensor"), "--indices",
                        str(tmp_path / "i.tensor"), "--grid", "12x16x20"]) == 2
+
+
+
+def _cli_layer_steps(cli, model, feats_path, idx_path, device, precision):
+    """(node, op, algorithm) of every row of `scn bench --layers`'s per-layer table (columns cut where the
+    table's rule of dashes puts them: an empty algorithm cell stays empty)."""
+    import re
+    text = subprocess.run([cli, "bench", str(model), "--features", str(feats_path), "--indices", str(idx_path),
+                           "--grid", "x".join(map(str, GRID)), "--device", device, "--precision", precision,
+                           "--runs", "3", "--warmup", "1", "--layers"], check=True, capture_output=True,
+                          text=True).stdout
+    lines = text.split("per-layer times", 1)[1].splitlines()
+    rule = next(k for k, line in enumerate(lines) if line.strip().startswith("---"))
+    spans = [m.span() for m in re.finditer(r"-+", lines[rule])][:3]
+    rows = [line for line in lines[rule + 1:] if line.strip() and line.split()[0] != "total"]
+    return [tuple(r[a:b].strip() for a, b in spans) for r in rows]
+
+
+def test_profile_layers(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    with pytest.raises(scn.Error, match=r"profile_layers\(\) before set_input\(\) for input"):
+        e.profile_layers()
+    e(tiny.feats, tiny.idx, GRID)
+    steps = e.profile_layers()
+    assert steps and all(isinstance(s, scn.LayerTiming) for s in steps)
+    convs = [s for s in steps if s.op == "SparseConvolution"]
+    assert len(convs) == 4 and len({s.node for s in convs}) == 4  # TinyBackbone's four convs, each once
+    assert [s.op for s in steps].count("ScatterDense") == 1
+    assert all(s.ms >= 0 and s.split_k == 1 for s in steps) and sum(s.ms for s in steps) > 0
+    assert all(s.algorithm for s in convs)
+
+
+def test_profile_layers_are_the_cli_steps(tiny, cli, tmp_path):
+    # the same steps, in the same order, as `scn bench --layers` on the same model and frame
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    e(tiny.feats, tiny.idx, GRID)
+    tensor_io.save_tensor(tmp_path / "f.tensor", tiny.feats)
+    tensor_io.save_tensor(tmp_path / "i.tensor", tiny.idx)
+    want = _cli_layer_steps(cli, tiny.path, tmp_path / "f.tensor", tmp_path / "i.tensor", "cpu", "fp32")
+    assert len(want) >= 6
+    assert [(s.node, s.op, s.algorithm) for s in e.profile_layers()] == want

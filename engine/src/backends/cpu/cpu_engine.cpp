@@ -216,7 +216,8 @@ class CpuEngine final : public Engine {
     ran_ = false;  // a forward that fails part-way leaves no outputs to read
     std::vector<Int3> grids;
     for (size_t k = 0; k < inputs_.size(); ++k) {
-      SCN_CHECK(inputs_[k].bound, g.source, ": forward() before set_input() for input '", input_name(int(k)), "'");
+      SCN_CHECK(inputs_[k].bound, g.source, ": ", timings ? "profile_layers()" : "forward()",
+                " before set_input() for input '", input_name(int(k)), "'");
       grids.push_back(inputs_[k].grid);
     }
     using clock = std::chrono::steady_clock;
