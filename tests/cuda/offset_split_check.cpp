@@ -628,7 +628,10 @@ int main(int argc, char** argv) {
     Sites s0(41, 1440, 1440, n0, true);
     const int n0i = int(n0);
     CK(cudaMemcpy(s0.count.p, &n0i, 4, cudaMemcpyHostToDevice));
-    launch_input_sites_features(d_idx.as<int32_t>(), d_feat.p, false, 16, 16, x0.p, s0.s, err0.as<ErrSlot>(), sm, st);
+    InputRows rows0;
+    rows0.features = d_feat.p;
+    rows0.indices = d_idx.as<int32_t>();
+    launch_input_sites_features(rows0, false, 16, 16, x0.p, s0.s, err0.as<ErrSlot>(), sm, st);
     launch_rank(s0.s, false, nullptr, sm, st);
     launch_build_perm(s0.s, sm, st);
     const MapGeom subm{3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};

@@ -605,7 +605,8 @@ TEST(CudaBackend, CapacityOverflowIsReported) {
   EXPECT_THROW(gpu->set_input(0, big.features, big.indices, big.grid, 1), Error);
 }
 
-// Device tensors as input: same result as host tensors; bad device input reported by check_errors.
+// Device tensors as input (read in place by the graph's input step): same result as host tensors, also when the
+// binding moves to other buffers and back; bad device input reported by check_errors, naming the row and its site.
 TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   SCN_REQUIRE_CUDA();
   const Int3 grid{10, 20, 20};
@@ -622,6 +623,21 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   gpu->forward();
   gpu->check_errors();
   EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+  gpu->forward();  // the same buffers bound: nothing rewritten before the graph
+  EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
+  // other buffers with another frame (other addresses and row count), then the first buffers again
+  const SparseInput in2 = random_input(650, 16, grid, 1, 73);
+  const RunResult host2 = run(*gpu, {in2});
+  const Tensor df2 = in2.features.to(Device::Cuda), di2 = in2.indices.to(Device::Cuda);
+  ASSERT_NE(to_bytes(host2.outputs[0]), to_bytes(host.outputs[0]));
+  for (int round = 0; round < 2; ++round) {
+    gpu->set_input(0, df2, di2, grid, 1);
+    gpu->forward();
+    EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host2.outputs[0])) << "round " << round;
+    gpu->set_input(0, df, di, grid, 1);
+    gpu->forward();
+    EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0])) << "round " << round;
+  }
   // fp32 device features
   const Tensor f32 = in.features.to_dtype(DType::Float32).to(Device::Cuda);
   gpu->set_input(0, f32, di, grid, 1);
@@ -651,10 +667,16 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   expect_device_error(dup, "duplicate");
   Tensor out = in.indices.clone();
   out.ptr<int32_t>()[4 * 7 + 2] = grid[1] + 3;
-  expect_device_error(out, "outside the grid");
+  const int32_t* o7 = out.ptr<int32_t>() + 4 * 7;
+  const std::string site7 = "row 7 (" + std::to_string(o7[0]) + ", " + std::to_string(o7[1]) + ", " +
+                            std::to_string(o7[2]) + ", " + std::to_string(o7[3]) + ") lies outside the grid";
+  expect_device_error(out, site7.c_str());
   Tensor bat = in.indices.clone();
   bat.ptr<int32_t>()[4 * 9] = 1;
-  expect_device_error(bat, "batch index");
+  const int32_t* b9 = bat.ptr<int32_t>() + 4 * 9;
+  const std::string site9 = "row 9 (1, " + std::to_string(b9[1]) + ", " + std::to_string(b9[2]) + ", " +
+                            std::to_string(b9[3]) + ") has batch index 1";
+  expect_device_error(bat, site9.c_str());
   // a NaN in device features, found where the input step converts them: the row named
   Tensor nan_features = in.features.clone();
   nan_features.ptr<uint16_t>()[16 * 11 + 3] = 0x7e00;  // fp16 NaN in row 11

@@ -45,6 +45,19 @@ def test_bitwise_equal_to_cli(engine, tiny, cli, tmp_path):
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
+def test_device_inputs_are_read_in_place(engine, tiny):
+    # the same tensors, their values changed in place between calls: each call reads what they hold then
+    f, i = dev_inputs(tiny)
+    cpu = scn.Engine(tiny.path, device="cpu", precision="fp16")
+    for scale in (1.0, 2.0, 0.5):
+        f.copy_(torch.from_numpy(tiny.feats).cuda() * scale)
+        got = engine(f, i, GRID)[0]
+        want = cpu(tiny.feats * scale, tiny.idx, GRID)[0]
+        assert float(want.abs().max()) > 0.1
+        assert rel_l2(got.float().cpu(), want.float()) < 2e-3, scale
+    assert torch.equal(engine(f, i, GRID)[0], engine(f.clone(), i.clone(), GRID)[0])  # other buffers, same values
+
+
 def test_host_inputs_are_copied_and_give_the_same_result(engine, tiny):
     a = engine(*dev_inputs(tiny), GRID)[0]
     b = engine(tiny.feats, tiny.idx, GRID)[0]              # numpy on the host: copied once by the engine

@@ -135,6 +135,7 @@ void CudaEngine::prepare_inputs() {
     in.host_feat.alloc(size_t(cap) * size_t(in.channels) * 4 + 16);
     in.host_idx.alloc(size_t(cap) * 16 + 16);
     in.host_count.alloc(16);
+    in.source.alloc(sizeof(InputSource));
     SCN_CUDA_CHECK(cudaEventCreateWithFlags(&in.copied, cudaEventDisableTiming));
     for (const Step& st : steps_)
       if (st.kind == StepKind::Input && st.slot == int(k)) in.node = st.node;
@@ -142,7 +143,7 @@ void CudaEngine::prepare_inputs() {
   out_compact_ = std::vector<DevMem>(g.outputs.size());
 }
 
-void CudaEngine::stage_inputs(cudaStream_t s) {
+void CudaEngine::stage_inputs(cudaStream_t s, bool in_capture) {
   for (size_t k = 0; k < inputs_.size(); ++k) {
     InputSlot& in = inputs_[k];
     const SiteInfo& si = sites_[size_t(an().value_sites[size_t(graph_->inputs[k])])];
@@ -152,13 +153,17 @@ void CudaEngine::stage_inputs(cudaStream_t s) {
                                 in.device_count, si.dev.count, si.cap_build, err_of(in.node) + kErrOverflow, sm_count_,
                                 s);
     } else if (in.on_device) {
-      const size_t fb = size_t(in.n) * size_t(in.channels) * (in.raw_fp32 ? 4 : 2);
-      if (fb)
-        SCN_CUDA_CHECK(cudaMemcpyAsync(in.raw_feat.get(), in.dev_features.data(), fb, cudaMemcpyDeviceToDevice, s));
-      if (in.n)
-        SCN_CUDA_CHECK(
-            cudaMemcpyAsync(in.raw_idx.get(), in.dev_indices.data(), size_t(in.n) * 16, cudaMemcpyDeviceToDevice, s));
-      launch_set_count(si.dev.count, int(in.n), s);
+      // Read in place by the input step: only the buffers' addresses and the row count are written (in stream
+      // order before the forward's kernels), and only when they differ from what an earlier forward wrote —
+      // except inside a caller's stream capture, whose graph must carry its own write.
+      const InputSource src{in.dev_features.data(), static_cast<const int32_t*>(in.dev_indices.data())};
+      if (in_capture || !in.source_written || src.features != in.written.features ||
+          src.indices != in.written.indices || in.n != in.written_rows) {
+        launch_set_input_source(in.source.get<InputSource>(), src, si.dev.count, int(in.n), s);
+        in.source_written = true;
+        in.written = src;
+        in.written_rows = in.n;
+      }
     } else if (s != own_stream_) {
       // the host data (and its count) were copied on the engine's stream by set_input
       SCN_CUDA_CHECK(cudaStreamWaitEvent(s, in.copied, 0));

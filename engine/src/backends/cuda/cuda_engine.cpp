@@ -225,7 +225,11 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
     in.on_device = true;
     in.copy_pending = false;
   }
-  if (in.raw_fp32 != fp32 || in.device_count != device_count) exec_valid_ = false;
+  const bool in_place = features.device() == Device::Cuda && !device_count;  // lowering.cpp: read through `source`
+  if (in.raw_fp32 != fp32 || in.device_count != device_count || in.reads_in_place != in_place) exec_valid_ = false;
+  in.reads_in_place = in_place;
+  // The count was written by this binding (host) or is written by stage_counted_rows (device count).
+  if (!in_place) in.source_written = false;
   in.raw_fp32 = fp32;
   in.device_count = device_count;
   in.n = device_count ? std::min(n, si.cap_build) : n;  // with a device count: the most rows staged
@@ -269,10 +273,10 @@ void CudaEngine::forward(void* stream) {
     tune_or_load();
     SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   }
-  stage_inputs(s);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   SCN_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
   caller_captured_ = caller_captured_ || cap != cudaStreamCaptureStatusNone;
+  stage_inputs(s, cap != cudaStreamCaptureStatusNone);
   if (use_graph_ && cap == cudaStreamCaptureStatusNone) {
     SCN_CUDA_CHECK(cudaGraphLaunch(bucket_graph(s), s));
   } else {

@@ -130,8 +130,15 @@ struct InputSlot {
   int node = -1;                          ///< the graph's Input node (its error slots)
   const int32_t* device_count = nullptr;  ///< set_input_device_count: the row count in device memory
   Int3 grid{0, 0, 0};
-  Tensor dev_features, dev_indices;  ///< device tensors given to set_input (read by forward)
-  DevMem raw_feat, raw_idx;          ///< device staging
+  Tensor dev_features, dev_indices;  ///< device tensors given to set_input (read in place by forward)
+  DevMem raw_feat, raw_idx;          ///< device staging (a device input: its offending rows' coordinates)
+  DevMem source;                     ///< InputSource: the device buffers the input step reads
+  /// What `source` and the set's count hold (written by a forward): a forward rebinding the same buffers and
+  /// rows writes nothing. Cleared by every binding that writes the count another way.
+  bool source_written = false;
+  bool reads_in_place = false;  ///< bound on the device without a device count: read through `source`
+  InputSource written{nullptr, nullptr};
+  int64_t written_rows = -1;
   PinnedMem host_feat, host_idx, host_count;
   cudaEvent_t copied = nullptr;
   bool copy_pending = false;
@@ -198,7 +205,9 @@ class CudaEngine final : public Engine {
   void ensure_planned();
   void plan_arena();
   void prepare_inputs();
-  void stage_inputs(cudaStream_t s);
+  /// Before a forward's kernels on `s`: what the input steps read that the binding has not written yet (a device
+  /// count's rows staged; a device input's buffer addresses and count). `in_capture`: `s` is being captured.
+  void stage_inputs(cudaStream_t s, bool in_capture = false);
 
   // capacity_fit.cpp: capacities fitted to the first frame (FirstFrame) and grown on overflow (Grow)
   std::vector<int64_t> capacities() const;

@@ -8,7 +8,10 @@ namespace scn::cuda {
 
 namespace {
 
-__global__ void set_count_kernel(int* count, int value) { *count = value; }
+__global__ void set_input_source_kernel(InputSource* dst, InputSource src, int* count, int rows) {
+  *dst = src;
+  *count = rows;
+}
 
 // An input whose row count lives on the device (set_input_device_count): the count is clamped to
 // the capacity (an overflow is recorded, never read past), stored as the site count, and the first
@@ -231,8 +234,8 @@ __global__ void compact_rows_kernel(const __half* __restrict__ x, int xp, __half
 
 }  // namespace
 
-void launch_set_count(int* count, int value, cudaStream_t st) {
-  set_count_kernel<<<1, 1, 0, st>>>(count, value);
+void launch_set_input_source(InputSource* dst, InputSource src, int* count, int rows, cudaStream_t st) {
+  set_input_source_kernel<<<1, 1, 0, st>>>(dst, src, count, rows);
   SCN_CUDA_LAUNCHED();
 }
 

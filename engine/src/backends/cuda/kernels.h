@@ -77,13 +77,28 @@ struct MapGeom {
 // next kernel launch at once (the engine asks for it on the main stream only: wait_previous_kernel). The one
 // exception is launch_input_sites_features, which writes its features and coordinates before its wait: its
 // predecessor must be launch_clear_bits (below).
+/// The caller's device buffers of an input bound on the device, read in place by the input step. The forward
+/// writes them on the device in stream order (launch_set_input_source) before the step, so one captured graph
+/// serves every binding.
+struct InputSource {
+  const void* features;
+  const int32_t* indices;
+};
+/// Where the input step reads its rows: `direct` (the engine's staging of a host input, an address the graph
+/// holds), or with `source` non-null the buffers *source names, the offending rows' coordinates then copied to
+/// `direct.indices` for the error messages (docs/errors.md names the row and its site).
+struct InputRows {
+  const void* features = nullptr;
+  int32_t* indices = nullptr;
+  const InputSource* source = nullptr;
+};
 /// The input step: N = *count raw rows (indices int32 [N,4], features [N, C] float16 or float32)
 /// -> coords, bitmap bits (duplicates detected by the atomic OR), padded float16 rows [N, cp] (zeros
 /// in the padding); batch / grid / duplicate / non-finite errors recorded in `err`. The bitmap is zero once the
 /// kernel before it on the stream has finished (launch_clear_bits): with `pdl` the features and coordinates are
 /// converted while that kernel runs, the bits inserted after it.
-void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
-                                 SiteIndex s, ErrSlot* err, int sm_count, cudaStream_t st, bool pdl = false);
+void launch_input_sites_features(InputRows rows, bool raw_fp32, int C, int cp, void* out, SiteIndex s, ErrSlot* err,
+                                 int sm_count, cudaStream_t st, bool pdl = false);
 /// Zeroes s.bits (s.words words), letting its successor launch programmatically at once.
 void launch_clear_bits(SiteIndex s, int sm_count, cudaStream_t st);
 /// Marks the output sites of a strided conv in `out.bits`.
@@ -255,7 +270,8 @@ bool igemm_wgmma_device();
 void igemm_init();
 
 // ---- elementwise.cu ---------------------------------------------------------------------------
-void launch_set_count(int* count, int value, cudaStream_t st);
+/// *dst = src and *count = rows, in stream order (one thread): an input bound on the device.
+void launch_set_input_source(InputSource* dst, InputSource src, int* count, int rows, cudaStream_t st);
 /// Stages an input whose row count is on the device: *dst_count = min(*src_count, cap) and the
 /// first rows of features (feat_row_bytes each, even) and indices [., 4] copied; a count above
 /// cap (or negative) is recorded in err (v0 = count, v1 = cap).

@@ -322,9 +322,12 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
       const int v = g.inputs[size_t(st.slot)];
       SiteInfo& si = sites_[size_t(ana.value_sites[size_t(v)])];
       launch_clear_bits(si.dev, sm_count_, s);
-      launch_input_sites_features(in.raw_idx.get<int32_t>(), in.raw_feat.get(), in.raw_fp32, in.channels,
-                                  int(round_up16(in.channels)), value_ptr(v), si.dev, err_of(st.node), sm_count_, s,
-                                  pdl);
+      InputRows rows;
+      rows.features = in.raw_feat.get();
+      rows.indices = in.raw_idx.get<int32_t>();
+      if (in.reads_in_place) rows.source = in.source.get<InputSource>();
+      launch_input_sites_features(rows, in.raw_fp32, in.channels, int(round_up16(in.channels)), value_ptr(v), si.dev,
+                                  err_of(st.node), sm_count_, s, pdl);
       launch_rank(si.dev, false, nullptr, sm_count_, s, pdl);
       launch_build_perm(si.dev, sm_count_, s, pdl);
       return;

@@ -32,13 +32,21 @@ __global__ void clear_bits_kernel(uint64_t* __restrict__ bits, int64_t words) {
 
 // The input step in one launch: thread i converts row i's C features into cp padded halves (flagging
 // non-finite values) and stores its coordinates, which need no bitmap; then, after the kernel before it (the
-// bitmap's clearing) — wait_previous_kernel — validates its coordinates and inserts the site.
+// bitmap's clearing) — wait_previous_kernel — validates its coordinates and inserts the site. Rows read in place
+// from the caller's buffers (rows.source) keep an offending row's coordinates in the engine's staging, where the
+// error message reads them after the forward (the caller's buffer may have changed by then).
 template <bool kFp32, class Key>
-__global__ void input_sites_features_kernel(const int4* __restrict__ raw, const void* __restrict__ feat, int C, int cp,
-                                            __half* __restrict__ out, SiteIndex s, ErrSlot* err, bool let_next) {
+__global__ void input_sites_features_kernel(InputRows rows, int C, int cp, __half* __restrict__ out, SiteIndex s,
+                                            ErrSlot* err, bool let_next) {
+  const bool in_place = rows.source != nullptr;
+  const int4* __restrict__ raw =
+      reinterpret_cast<const int4*>(in_place ? rows.source->indices : static_cast<const int32_t*>(rows.indices));
+  const void* __restrict__ feat = in_place ? rows.source->features : rows.features;
+  int4* const kept = in_place ? reinterpret_cast<int4*>(rows.indices) : nullptr;
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    s.coords[i] = raw[i];
+    const int4 r = raw[i];
+    s.coords[i] = r;
     for (int c0 = 0; c0 < cp; c0 += 8) {
       alignas(16) __half v[8];
 #pragma unroll
@@ -50,6 +58,7 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
                     : __half2float(static_cast<const __half*>(feat)[i * C + c]);
           if (!isfinite(f)) {
             record_error(err + kErrNonFinite, i, c, 0);
+            if (kept) kept[i] = r;
             f = 0.f;
           }
         }
@@ -63,16 +72,21 @@ __global__ void input_sites_features_kernel(const int4* __restrict__ raw, const 
     const int4 r = raw[i];
     if (r.x < 0 || r.x >= s.batch) {
       record_error(err + kErrBatch, i, 0, 0);
+      if (kept) kept[i] = r;
       continue;
     }
     if (!site_in_grid(s, r.x, r.y, r.z, r.w)) {
       record_error(err + kErrRange, i, 0, 0);
+      if (kept) kept[i] = r;
       continue;
     }
     const Key key = site_key<Key>(s, r.x, r.y, r.z, r.w);
     const unsigned long long bit = 1ull << (key & 63);
     const unsigned long long old = atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
-    if (old & bit) record_error(err + kErrDuplicate, i, 0, 0);
+    if (old & bit) {
+      record_error(err + kErrDuplicate, i, 0, 0);
+      if (kept) kept[i] = r;
+    }
   }
 }
 
@@ -310,17 +324,16 @@ void launch_clear_bits(SiteIndex s, int sm, cudaStream_t st) {
   SCN_CUDA_LAUNCHED();
 }
 
-void launch_input_sites_features(const int32_t* raw_indices, const void* raw, bool raw_fp32, int C, int cp, void* out,
-                                 SiteIndex s, ErrSlot* err, int sm, cudaStream_t st, bool pdl) {
+void launch_input_sites_features(InputRows rows, bool raw_fp32, int C, int cp, void* out, SiteIndex s, ErrSlot* err,
+                                 int sm, cudaStream_t st, bool pdl) {
   const int g = grid_for(s.cap, 256, sm);
-  const int4* ri = reinterpret_cast<const int4*>(raw_indices);
   __half* o = static_cast<__half*>(out);
   with_site_key(s, [&](auto k) {
     using Key = decltype(k);
     if (raw_fp32)
-      launch_chained(input_sites_features_kernel<true, Key>, g, 256, 0, st, pdl, ri, raw, C, cp, o, s, err);
+      launch_chained(input_sites_features_kernel<true, Key>, g, 256, 0, st, pdl, rows, C, cp, o, s, err);
     else
-      launch_chained(input_sites_features_kernel<false, Key>, g, 256, 0, st, pdl, ri, raw, C, cp, o, s, err);
+      launch_chained(input_sites_features_kernel<false, Key>, g, 256, 0, st, pdl, rows, C, cp, o, s, err);
   });
   SCN_CUDA_LAUNCHED();
 }
