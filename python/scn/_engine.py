@@ -86,6 +86,18 @@ def _parse_device(device: Any) -> Tuple[str, int]:
     return kind, int(index) if index else 0
 
 
+_LEGACY_STREAM = 1  # cudaStreamLegacy (Engine::forward runs a default stream's forward through events)
+
+
+def _current_stream_handle(torch, device_index: int) -> int:
+    """torch's current stream on the device as a cudaStream_t; torch's raw accessor when it has one (it builds no
+    Stream object: a few microseconds less per call)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(device_index))
+    return int(torch.cuda.current_stream(device_index).cuda_stream)
+
+
 def _stream_handle(stream: Any) -> int:
     if isinstance(stream, int):
         return stream
@@ -127,7 +139,6 @@ class Engine:
         self._device_index = index
         self._outputs = tuple(self._impl.output_names)
         self._sparse = tuple(self._impl.output_sparse)
-        self._side = None  # the engine's torch stream, used when the caller's is the legacy default stream
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -221,23 +232,13 @@ class Engine:
             launch(0)
             return
         torch = _torch()
-        if stream is None and torch is not None:
-            stream = torch.cuda.current_stream(self._device_index)
-        handle = _stream_handle(stream) if stream is not None else 0
-        if handle != 0 or torch is None:
-            launch(handle)
-            return
-        # torch's default stream is the legacy NULL stream, on which a CUDA graph cannot be captured:
-        # run on a stream of the engine's, ordered after and before the caller's by events (no host wait).
-        caller = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.default_stream(self._device_index)
-        if self._side is None:
-            self._side = torch.cuda.Stream(self._device_index)
-            self._ev_in, self._ev_out = torch.cuda.Event(), torch.cuda.Event()
-        self._ev_in.record(caller)
-        self._side.wait_event(self._ev_in)
-        launch(self._side.cuda_stream)
-        self._ev_out.record(self._side)
-        caller.wait_event(self._ev_out)
+        if stream is not None:
+            handle = _stream_handle(stream)
+        else:
+            handle = _current_stream_handle(torch, self._device_index) if torch is not None else 0
+        # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, which the
+        # engine joins by events (its kernels on its own stream: a CUDA graph cannot be captured there)
+        launch(_LEGACY_STREAM if handle == 0 and torch is not None else handle)
 
     def _framework(self, torch) -> int:
         # outputs as torch tensors, else numpy arrays (host) or DLPack capsules (CUDA)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -691,6 +692,38 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   }
   // host inputs are validated on the host
   EXPECT_THROW(gpu->set_input(0, in.features, dup, grid, 1), Error);
+}
+
+// forward() on CUDA's default streams (cudaStreamLegacy = 0x1, cudaStreamPerThread = 0x2: this file is built
+// without the CUDA headers), which a CUDA graph cannot be captured on: the engine joins them by events and runs its
+// graph on its own stream, with the same bits as on its own stream; output() and check_errors() wait as usual.
+TEST(CudaBackend, ForwardOnTheDefaultStreams) {
+  SCN_REQUIRE_CUDA();
+  const Int3 grid{10, 20, 20};
+  const SparseInput in = random_input(700, 16, grid, 1, 74);
+  const SparseInput in2 = random_input(500, 16, grid, 1, 75);
+  EngineBuilder b("default_streams");
+  ValueId x = b.push_input("0", 16);
+  x = b.push_sparse_conv("conv0", x,
+                         random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 76, Activation::ReLU));
+  b.push_output(x);
+  auto gpu = b.build(cuda_options());
+  const RunResult own = run(*gpu, {in}), own2 = run(*gpu, {in2});
+  ASSERT_NE(to_bytes(own.outputs[0]), to_bytes(own2.outputs[0]));
+  for (const uintptr_t handle : {uintptr_t(1), uintptr_t(2)}) {
+    SCOPED_TRACE(handle == 1 ? "cudaStreamLegacy" : "cudaStreamPerThread");
+    const Tensor df = in.features.to(Device::Cuda), di = in.indices.to(Device::Cuda);
+    const Tensor df2 = in2.features.to(Device::Cuda), di2 = in2.indices.to(Device::Cuda);
+    for (int round = 0; round < 2; ++round) {
+      gpu->set_input(0, df, di, grid, 1);
+      gpu->forward(reinterpret_cast<void*>(handle));
+      gpu->check_errors();
+      EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(own.outputs[0])) << "round " << round;
+      gpu->set_input(0, df2, di2, grid, 1);
+      gpu->forward(reinterpret_cast<void*>(handle));
+      EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(own2.outputs[0])) << "round " << round;
+    }
+  }
 }
 
 // Re-binding inputs of other sizes replays the same CUDA graph correctly.

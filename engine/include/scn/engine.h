@@ -205,7 +205,10 @@ class Engine {
   virtual void set_input_device_count(int index, const Tensor& features, const Tensor& indices,
                                       const int32_t* device_count, const Int3& grid, int batch_size = 1,
                                       const InputLabels& labels = {});
-  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t), no host synchronisation. When
+  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t; nullptr: the engine's own stream), no host
+  /// synchronisation. On a default stream (cudaStreamLegacy, cudaStreamPerThread: e.g. torch's default stream,
+  /// which cannot be captured into a CUDA graph) the kernels run on the engine's own stream, ordered after and
+  /// before that stream's work by events. When
   /// the caller is capturing `stream` into their own CUDA graph (BuildOptions::cuda_graph = false),
   /// the forward is recorded into it; synchronise that stream before output() / check_errors().
   virtual void forward(void* stream = nullptr) = 0;

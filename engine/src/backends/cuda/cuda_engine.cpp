@@ -256,6 +256,16 @@ void CudaEngine::forward(void* stream) {
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
+  // A default stream (legacy or per-thread, e.g. torch's default stream) cannot be captured into a CUDA graph: the
+  // forward runs on the engine's own stream, after the caller's earlier work there and before its later work
+  // (two events, no host wait).
+  cudaStream_t caller_default = nullptr;
+  if (s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    caller_default = s;
+    SCN_CUDA_CHECK(cudaEventRecord(done_event_, caller_default));
+    SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
+    s = own_stream_;
+  }
   if (fit_pending_) {  // a device-count input: its rows exist once the caller's producer ran
     if (s != own_stream_) {
       SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
@@ -285,6 +295,7 @@ void CudaEngine::forward(void* stream) {
   // Inside the caller's capture the forward becomes part of their graph: an event recorded there
   // could not be waited on from the host, so the caller synchronises their stream before reading.
   if (cap == cudaStreamCaptureStatusNone) SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
+  if (caller_default) SCN_CUDA_CHECK(cudaStreamWaitEvent(caller_default, done_event_, 0));
   forwarded_ = true;
 }
 
