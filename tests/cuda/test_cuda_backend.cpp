@@ -606,18 +606,23 @@ TEST(CudaBackend, CapacityOverflowIsReported) {
   EXPECT_THROW(gpu->set_input(0, big.features, big.indices, big.grid, 1), Error);
 }
 
+// A CUDA engine of one 16 -> 16 3x3x3 subm conv with ReLU (weights from `seed`): for the tests of how inputs are bound
+// and forwards enqueued.
+std::unique_ptr<Engine> one_subm_conv_engine(const std::string& name, uint64_t seed) {
+  EngineBuilder b(name);
+  const ValueId x = b.push_input("0", 16);
+  b.push_output(b.push_sparse_conv(
+      "conv0", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, seed, Activation::ReLU)));
+  return b.build(cuda_options());
+}
+
 // Device tensors as input (read in place by the graph's input step): same result as host tensors, also when the
 // binding moves to other buffers and back; bad device input reported by check_errors, naming the row and its site.
 TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   SCN_REQUIRE_CUDA();
   const Int3 grid{10, 20, 20};
   const SparseInput in = random_input(800, 16, grid, 1, 71);
-  EngineBuilder b("device_input");
-  ValueId x = b.push_input("0", 16);
-  x = b.push_sparse_conv("conv0", x,
-                         random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 72, Activation::ReLU));
-  b.push_output(x);
-  auto gpu = b.build(cuda_options());
+  auto gpu = one_subm_conv_engine("device_input", 72);
   const RunResult host = run(*gpu, {in});
   const Tensor df = in.features.to(Device::Cuda), di = in.indices.to(Device::Cuda);
   gpu->set_input(0, df, di, grid, 1);
@@ -702,12 +707,7 @@ TEST(CudaBackend, ForwardOnTheDefaultStreams) {
   const Int3 grid{10, 20, 20};
   const SparseInput in = random_input(700, 16, grid, 1, 74);
   const SparseInput in2 = random_input(500, 16, grid, 1, 75);
-  EngineBuilder b("default_streams");
-  ValueId x = b.push_input("0", 16);
-  x = b.push_sparse_conv("conv0", x,
-                         random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 76, Activation::ReLU));
-  b.push_output(x);
-  auto gpu = b.build(cuda_options());
+  auto gpu = one_subm_conv_engine("default_streams", 76);
   const RunResult own = run(*gpu, {in}), own2 = run(*gpu, {in2});
   ASSERT_NE(to_bytes(own.outputs[0]), to_bytes(own2.outputs[0]));
   for (const uintptr_t handle : {uintptr_t(1), uintptr_t(2)}) {
