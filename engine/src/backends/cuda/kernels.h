@@ -84,9 +84,9 @@ struct InputSource {
   const void* features;
   const int32_t* indices;
 };
-/// Where the input step reads its rows: `direct` (the engine's staging of a host input, an address the graph
-/// holds), or with `source` non-null the buffers *source names, the offending rows' coordinates then copied to
-/// `direct.indices` for the error messages (docs/errors.md names the row and its site).
+/// Where the input step reads its rows: `features` / `indices` (the engine's staging of a host input, addresses the
+/// graph holds), or with `source` non-null the buffers *source names, the offending rows' coordinates then copied to
+/// `indices` for the error messages (docs/errors.md names the row and its site).
 struct InputRows {
   const void* features = nullptr;
   int32_t* indices = nullptr;
