@@ -649,7 +649,7 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   gpu->set_input(0, f32, di, grid, 1);
   gpu->forward();
   EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));
-  // fp32 host features (the staging grew to fp32 size above), then fp16 again
+  // fp32 host features (the first staged fp32 input: the staging grows to fp32 size), then fp16 again
   gpu->set_input(0, in.features.to_dtype(DType::Float32), in.indices, grid, 1);
   gpu->forward();
   EXPECT_TRUE(to_bytes(gpu->output(0)) == to_bytes(host.outputs[0]));

@@ -1,6 +1,7 @@
 """scn.Engine on the CPU: results (vs the float64 PyTorch forward and vs `scn run` bit for bit), DLPack
 inputs from torch and numpy, sparse outputs, batch 2, outputs by name and position, the installed files."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,7 +153,6 @@ def test_bench_without_cuda_says_so(tiny, tmp_path):
 def _cli_layer_steps(cli, model, feats_path, idx_path, device, precision):
     """(node, op, algorithm) of every row of `scn bench --layers`'s per-layer table (columns cut where the
     table's rule of dashes puts them: an empty algorithm cell stays empty)."""
-    import re
     text = subprocess.run([cli, "bench", str(model), "--features", str(feats_path), "--indices", str(idx_path),
                            "--grid", "x".join(map(str, GRID)), "--device", device, "--precision", precision,
                            "--runs", "3", "--warmup", "1", "--layers"], check=True, capture_output=True,

@@ -157,10 +157,9 @@ void CudaEngine::stage_inputs(cudaStream_t s, bool in_capture) {
       // order before the forward's kernels), and only when they differ from what an earlier forward wrote —
       // except inside a caller's stream capture, whose graph must carry its own write.
       const InputSource src{in.dev_features.data(), static_cast<const int32_t*>(in.dev_indices.data())};
-      if (in_capture || !in.source_written || src.features != in.written.features ||
-          src.indices != in.written.indices || in.n != in.written_rows) {
+      if (in_capture || src.features != in.written.features || src.indices != in.written.indices ||
+          in.n != in.written_rows) {
         launch_set_input_source(in.source.get<InputSource>(), src, si.dev.count, int(in.n), s);
-        in.source_written = true;
         in.written = src;
         in.written_rows = in.n;
       }

@@ -38,8 +38,8 @@ void CudaEngine::set_capacities(const std::vector<int64_t>& caps) {
   for (int s = 0; s < an().num_site_sets; ++s) {
     if (sites_[size_t(s)].cap_build == caps[size_t(s)]) continue;
     const int k = an().site_input[size_t(s)];
-    // An input set's staging holds the bound rows: it is only resized where the forward refills it
-    // from the caller's buffers (device inputs); host rows were sized at set_input.
+    // An input's staging is sized at set_input for host rows; device inputs, whose rows the forward reads (in
+    // place, or staged from a device count) up to the capacity, are resized here.
     if (k >= 0 && !inputs_[size_t(k)].on_device) continue;
     if (k >= 0)
       resize_input(k, caps[size_t(s)]);

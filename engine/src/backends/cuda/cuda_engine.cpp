@@ -192,14 +192,16 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
               batch_size, " differs from the other inputs' ", batch_);
 
   const bool fp32 = features.dtype() == DType::Float32;
+  const bool in_place = features.device() == Device::Cuda && !device_count;  // no feature staging
   const size_t staging = size_t(si.cap_build) * size_t(in.channels) * 4 + 16;
-  if (fp32 && in.raw_feat.bytes() < staging) {  // the first fp32 input: fp32-sized staging
+  if (fp32 && !in_place && in.raw_feat.bytes() < staging) {  // the first staged fp32 input: fp32-sized staging
     if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
     if (forwarded_) SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
     SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
     in.raw_feat.alloc(staging);
     exec_valid_ = false;  // the captured graph holds the old staging address
   }
+  const bool was_in_place = in.reads_in_place();
   if (features.device() == Device::Host) {
     check_sparse_input_values(features, indices, grid, batch_size, name, labels);  // shapes: checked above
     if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
@@ -225,11 +227,10 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
     in.on_device = true;
     in.copy_pending = false;
   }
-  const bool in_place = features.device() == Device::Cuda && !device_count;  // lowering.cpp: read through `source`
-  if (in.raw_fp32 != fp32 || in.device_count != device_count || in.reads_in_place != in_place) exec_valid_ = false;
-  in.reads_in_place = in_place;
+  // The input step is lowered for the way its rows are read (lowering.cpp: through `source` when in place).
+  if (in.raw_fp32 != fp32 || in.device_count != device_count || was_in_place != in_place) exec_valid_ = false;
   // The count was written by this binding (host) or is written by stage_counted_rows (device count).
-  if (!in_place) in.source_written = false;
+  if (!in_place) in.written_rows = -1;
   in.raw_fp32 = fp32;
   in.device_count = device_count;
   in.n = device_count ? std::min(n, si.cap_build) : n;  // with a device count: the most rows staged

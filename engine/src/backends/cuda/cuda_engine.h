@@ -133,12 +133,12 @@ struct InputSlot {
   Tensor dev_features, dev_indices;  ///< device tensors given to set_input (read in place by forward)
   DevMem raw_feat, raw_idx;          ///< device staging (a device input: its offending rows' coordinates)
   DevMem source;                     ///< InputSource: the device buffers the input step reads
-  /// What `source` and the set's count hold (written by a forward): a forward rebinding the same buffers and
-  /// rows writes nothing. Cleared by every binding that writes the count another way.
-  bool source_written = false;
-  bool reads_in_place = false;  ///< bound on the device without a device count: read through `source`
+  /// What `source` and the set's count hold (written by a forward; rows -1: nothing current): a forward
+  /// rebinding the same buffers and rows writes nothing. Reset by every binding that writes the count another way.
   InputSource written{nullptr, nullptr};
   int64_t written_rows = -1;
+  /// Bound on the device without a device count: the input step reads the caller's buffers through `source`.
+  bool reads_in_place() const { return on_device && !device_count; }
   PinnedMem host_feat, host_idx, host_count;
   cudaEvent_t copied = nullptr;
   bool copy_pending = false;

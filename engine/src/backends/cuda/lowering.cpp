@@ -325,7 +325,7 @@ void CudaEngine::run_step(const Step& st, cudaStream_t s, bool pdl, bool map_lat
       InputRows rows;
       rows.features = in.raw_feat.get();
       rows.indices = in.raw_idx.get<int32_t>();
-      if (in.reads_in_place) rows.source = in.source.get<InputSource>();
+      if (in.reads_in_place()) rows.source = in.source.get<InputSource>();
       launch_input_sites_features(rows, in.raw_fp32, in.channels, int(round_up16(in.channels)), value_ptr(v), si.dev,
                                   err_of(st.node), sm_count_, s, pdl);
       launch_rank(si.dev, false, nullptr, sm_count_, s, pdl);

@@ -43,6 +43,11 @@ __global__ void input_sites_features_kernel(InputRows rows, int C, int cp, __hal
       reinterpret_cast<const int4*>(in_place ? rows.source->indices : static_cast<const int32_t*>(rows.indices));
   const void* __restrict__ feat = in_place ? rows.source->features : rows.features;
   int4* const kept = in_place ? reinterpret_cast<int4*>(rows.indices) : nullptr;
+  // row i at site r is bad (`kind`, channel c): recorded, and its site kept when read in place
+  auto offending = [&](int kind, int64_t i, int c, const int4& r) {
+    record_error(err + kind, i, c, 0);
+    if (kept) kept[i] = r;
+  };
   const int64_t n = rows_of(s.count, s.cap);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 r = raw[i];
@@ -57,8 +62,7 @@ __global__ void input_sites_features_kernel(InputRows rows, int C, int cp, __hal
           f = kFp32 ? static_cast<const float*>(feat)[i * C + c]
                     : __half2float(static_cast<const __half*>(feat)[i * C + c]);
           if (!isfinite(f)) {
-            record_error(err + kErrNonFinite, i, c, 0);
-            if (kept) kept[i] = r;
+            offending(kErrNonFinite, i, c, r);
             f = 0.f;
           }
         }
@@ -71,22 +75,17 @@ __global__ void input_sites_features_kernel(InputRows rows, int C, int cp, __hal
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int4 r = raw[i];
     if (r.x < 0 || r.x >= s.batch) {
-      record_error(err + kErrBatch, i, 0, 0);
-      if (kept) kept[i] = r;
+      offending(kErrBatch, i, 0, r);
       continue;
     }
     if (!site_in_grid(s, r.x, r.y, r.z, r.w)) {
-      record_error(err + kErrRange, i, 0, 0);
-      if (kept) kept[i] = r;
+      offending(kErrRange, i, 0, r);
       continue;
     }
     const Key key = site_key<Key>(s, r.x, r.y, r.z, r.w);
     const unsigned long long bit = 1ull << (key & 63);
     const unsigned long long old = atomicOr(reinterpret_cast<unsigned long long*>(s.bits + (key >> 6)), bit);
-    if (old & bit) {
-      record_error(err + kErrDuplicate, i, 0, 0);
-      if (kept) kept[i] = r;
-    }
+    if (old & bit) offending(kErrDuplicate, i, 0, r);
   }
 }
 
