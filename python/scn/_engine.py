@@ -13,8 +13,9 @@ engine's device, in one of three modes:
 CUDA: the forward is enqueued on ``stream`` (an int cudaStream_t, a torch.cuda.Stream or anything with
 ``cuda_stream`` / ``ptr``), by default torch's current stream; the call does not wait for the GPU (dense
 outputs; a sparse output's row count is read on the host, which waits). When that stream is torch's default
-(the legacy NULL stream, where a CUDA graph cannot be captured) the forward runs on a stream of the engine's,
-joined to the caller's by two events. The GIL is released while scn works.
+(the legacy NULL stream, where a CUDA graph cannot be captured) the engine replays its graph there; a call that
+captures it first runs on a stream of the engine's, joined to the caller's by two events. The GIL is released while
+scn works.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _parse_device(device: Any) -> Tuple[str, int]:
     return kind, int(index) if index else 0
 
 
-_LEGACY_STREAM = 1  # cudaStreamLegacy (Engine::forward runs a default stream's forward through events)
+_LEGACY_STREAM = 1  # cudaStreamLegacy (Engine::forward replays its graph there, or captures it joined by events)
 
 
 def _current_stream_handle(torch, device_index: int) -> int:
@@ -139,6 +140,7 @@ class Engine:
         self._device_index = index
         self._outputs = tuple(self._impl.output_names)
         self._sparse = tuple(self._impl.output_sparse)
+        self._views: Dict[int, Tuple[Any, Any]] = {}  # dense output -> (view_key, its torch view)
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -236,8 +238,8 @@ class Engine:
             handle = _stream_handle(stream)
         else:
             handle = _current_stream_handle(torch, self._device_index) if torch is not None else 0
-        # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, which the
-        # engine joins by events (its kernels on its own stream: a CUDA graph cannot be captured there)
+        # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, where the engine
+        # replays its graph (and captures it on its own stream, joined by events: a graph cannot be captured there)
         launch(_LEGACY_STREAM if handle == 0 and torch is not None else handle)
 
     def _framework(self, torch) -> int:
@@ -252,7 +254,9 @@ class Engine:
         values = []
         for i, sparse in enumerate(self._sparse):
             parts = (0, 1) if sparse else (0,)
-            if mode == "view" or out is not None or torch is not None:
+            if self._cuda and not sparse and torch is not None:
+                got = (self._dense_view(i, fw),)
+            elif mode == "view" or out is not None or torch is not None:
                 # dense outputs without a host wait (Engine::output_async); sparse ones wait for the row count
                 got = tuple(self._impl.view(i, p, False, fw) for p in parts)
             else:
@@ -267,6 +271,17 @@ class Engine:
         if out is not None:
             values = self._copy_into(out, values, torch, stream)
         return Outputs(values, self._outputs)
+
+    def _dense_view(self, index: int, fw: int):
+        """A CUDA dense output as a torch view of the engine's buffer, without a host wait: the view made by an
+        earlier call while the buffer's address and shape are unchanged (the same tensor object), else a new one."""
+        key = self._impl.view_key(index)
+        kept = self._views.get(index)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        view = self._impl.view(index, 0, False, fw)
+        self._views[index] = (key, view)
+        return view
 
     def _torch_stream(self, torch, stream: Any):
         if isinstance(stream, torch.cuda.Stream):

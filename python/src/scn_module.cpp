@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "scn/engine.h"
@@ -182,6 +184,17 @@ class PyEngine {
     return wrap<Framework>(t, owner);
   }
 
+  /// Where a dense output's view would point and its shape, without building the view (Engine::output_async,
+  /// no host wait): the package reuses the view it made while both are unchanged (a torch tensor from DLPack costs
+  /// more host time than the forward's launch).
+  std::pair<uintptr_t, std::vector<int64_t>> view_key(int index) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SCN_CHECK(!engine_->output_is_sparse(index), "output '", engine_->output_name(index),
+              "' is sparse: its view has no fixed shape");
+    const scn::Tensor t = engine_->output_async(index);
+    return {reinterpret_cast<uintptr_t>(t.data()), t.shape()};
+  }
+
   /// Output `index` copied by scn into memory the returned array owns (for callers without torch;
   /// a CUDA copy waits for the forward).
   template <typename Framework>
@@ -333,6 +346,7 @@ NB_MODULE(_scn, m) {
              if (framework == 1) return nb::cast(e.view<nb::numpy>(self, index, part, wait));
              return nb::cast(e.view<nb::no_framework>(self, index, part, wait));
            })
+      .def("view_key", &PyEngine::view_key)
       .def("copy",
            [](PyEngine& e, int index, int part, int framework) -> nb::object {
              if (framework == 1) return nb::cast(e.copy<nb::numpy>(index, part));

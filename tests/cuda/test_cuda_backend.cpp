@@ -700,8 +700,9 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
 }
 
 // forward() on CUDA's default streams (cudaStreamLegacy = 0x1, cudaStreamPerThread = 0x2: this file is built
-// without the CUDA headers), which a CUDA graph cannot be captured on: the engine joins them by events and runs its
-// graph on its own stream, with the same bits as on its own stream; output() and check_errors() wait as usual.
+// without the CUDA headers), which a CUDA graph cannot be captured on: the first forward after the new binding mode
+// captures on the engine's own stream (joined to the default stream by events), the later ones replay the graph on
+// the default stream itself; both give the bits of the engine's own stream; output() and check_errors() wait.
 TEST(CudaBackend, ForwardOnTheDefaultStreams) {
   SCN_REQUIRE_CUDA();
   const Int3 grid{10, 20, 20};

@@ -207,8 +207,9 @@ class Engine {
                                       const InputLabels& labels = {});
   /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t; nullptr: the engine's own stream), no host
   /// synchronisation. On a default stream (cudaStreamLegacy, cudaStreamPerThread: e.g. torch's default stream,
-  /// which cannot be captured into a CUDA graph) the kernels run on the engine's own stream, ordered after and
-  /// before that stream's work by events. When
+  /// which cannot be captured into a CUDA graph) a captured graph is replayed on that stream; a forward that has
+  /// to capture (or tune, or fit capacities) first runs on the engine's own stream, ordered after and before
+  /// that stream's work by events. When
   /// the caller is capturing `stream` into their own CUDA graph (BuildOptions::cuda_graph = false),
   /// the forward is recorded into it; synchronise that stream before output() / check_errors().
   virtual void forward(void* stream = nullptr) = 0;

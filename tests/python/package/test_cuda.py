@@ -82,6 +82,40 @@ def test_no_host_synchronisation(engine, tiny, current, mode):
     assert torch.equal(result, want)
 
 
+def test_default_stream_order_with_inputs_written_in_place(tiny):
+    # torch's default stream: the first call captures the graph on the engine's stream (joined by events), the
+    # later ones replay it on the default stream itself. Either way a call sees the input values written on that
+    # stream just before it (behind ~0.5 s of GPU work) and work enqueued after it sees its outputs.
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    cpu = scn.Engine(tiny.path, device="cpu", precision="fp16")
+    f, i = dev_inputs(tiny)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        for scale in (1.0, -0.5, 2.0):
+            torch.cuda._sleep(int(1e9))
+            f.copy_(torch.from_numpy(tiny.feats).cuda() * scale)
+            got = e(f, i, GRID, outputs="view")[0].clone()
+            want = cpu(tiny.feats * scale, tiny.idx, GRID)[0]
+            assert float(want.abs().max()) > 0.1
+            assert rel_l2(got.float().cpu(), want.float()) < 2e-3, scale
+
+
+def test_dense_views_kept_while_the_buffers_stay(tiny):
+    # a dense output's view is built once and handed out again while the engine's buffer keeps its address and
+    # shape; a re-planned engine (here: a larger batch) gives a new view of the new buffer
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16", max_batch=2)
+    f, i = dev_inputs(tiny)
+    a = e(f, i, GRID, outputs="view")[0]
+    b = e(f * -0.5, i, GRID, outputs="view")[0]
+    copied = e(f, i, GRID)[0]
+    assert a is b and torch.equal(b, copied) and copied.data_ptr() != b.data_ptr()
+    f2, i2 = make_frame(seed=5, batch=2)
+    both = e(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID, batch_size=2, outputs="view")[0]
+    assert both is not a and both.shape[0] == 2 and a.shape[0] == 1
+    ref = scn.Engine(tiny.path, device="cpu", precision="fp32")(f2, i2, GRID, batch_size=2)[0]
+    assert rel_l2(both.float().cpu(), ref) < 2e-3
+
+
 def test_given_stream(engine, tiny):
     f, i = dev_inputs(tiny)
     want = engine(f, i, GRID)[0]

@@ -257,11 +257,12 @@ void CudaEngine::forward(void* stream) {
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   ensure_planned();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
-  // A default stream (legacy or per-thread, e.g. torch's default stream) cannot be captured into a CUDA graph: the
-  // forward runs on the engine's own stream, after the caller's earlier work there and before its later work
-  // (two events, no host wait).
+  // A default stream (legacy or per-thread, e.g. torch's default stream) cannot be captured into a CUDA graph. A
+  // captured graph is replayed on it directly; a forward that captures, fits or tunes first (or runs without a graph)
+  // runs on the engine's own stream, after the caller's earlier work there and before its later work (two events,
+  // no host wait).
   cudaStream_t caller_default = nullptr;
-  if (s == cudaStreamLegacy || s == cudaStreamPerThread) {
+  if ((s == cudaStreamLegacy || s == cudaStreamPerThread) && !graph_ready()) {
     caller_default = s;
     SCN_CUDA_CHECK(cudaEventRecord(done_event_, caller_default));
     SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));

@@ -239,6 +239,10 @@ class CudaEngine final : public Engine {
   // tile_buckets.cpp
   void select_bucket(bool device_count);
   bool bucket_tuned() const { return bucket_tiles_.count(bucket_.label) > 0; }
+  /// The next forward only replays the bound bucket's captured graph (nothing to fit, tune or capture first).
+  bool graph_ready() const {
+    return use_graph_ && exec_valid_ && !fit_pending_ && (!autotune_ || bucket_tuned()) && execs_.count(bucket_.label);
+  }
   void record_bucket_tiles();
   void keep_needed_weights();
 
