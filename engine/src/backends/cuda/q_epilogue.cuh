@@ -53,6 +53,27 @@ __device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, bool
   return o;
 }
 
+/// The store forms of q_store8, stated once: the epilogue flags a form fixes (form 0 fixes none; 1: y int8,
+/// no second output, no residual; 2: the same with the int8 Add of the conv's int8 value and an int8 residual)
+/// applied to `qe`, and whether the form reads a residual.
+template <int kForm>
+__device__ __forceinline__ QEpilogue q_store_form_flags(QEpilogue qe) {
+  if constexpr (kForm != 0) {
+    qe.y_q = true;
+    qe.y2 = nullptr;
+  }
+  if constexpr (kForm == 2) {
+    qe.add_q = true;
+    qe.conv_q = true;
+    qe.res_q = true;
+  }
+  return qe;
+}
+template <int kForm>
+__device__ __forceinline__ bool q_store_form_residual(const ConvArgs& a) {
+  return kForm == 0 ? a.residual != nullptr : kForm == 2;
+}
+
 /// Stores columns [col, col + 8) of output row `row` of an INT8-engine conv: `v` holds the conv's float
 /// results after its activation (read only where col + q < a.cout; other columns are written as 0),
 /// then the residual Add, the ReLU after it, y as int8 or fp16, and the optional second output y2
@@ -62,23 +83,14 @@ __device__ __forceinline__ float q_epilogue(float v, bool has_res, float r, bool
 template <int kForm = 0>
 __device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& q_in, int64_t row, int col,
                                          const float (&v)[8]) {
-  QEpilogue qe = q_in;
-  if constexpr (kForm != 0) {  // y int8, no second output
-    qe.y_q = true;
-    qe.y2 = nullptr;
-  }
-  if constexpr (kForm == 2) {  // the int8 Add of the conv's int8 value and an int8 residual
-    qe.add_q = true;
-    qe.conv_q = true;
-    qe.res_q = true;
-  }
+  const QEpilogue qe = q_store_form_flags<kForm>(q_in);
   float o[8];
   if (col >= a.cout) {
 #pragma unroll
     for (int q = 0; q < 8; ++q) o[q] = 0.f;
   } else {
     float r[8];
-    const bool has_res = kForm == 0 ? a.residual != nullptr : kForm == 2;
+    const bool has_res = q_store_form_residual<kForm>(a);
     if (has_res) {
       if (qe.res_q) {
         const uint2 raw =
@@ -120,12 +132,18 @@ __device__ __forceinline__ void q_store8(const ConvArgs& a, const QEpilogue& q_i
   }
 }
 
-/// Which form of q_store8 an epilogue can use: 1 y int8 without y2 and no residual; 2 the same with the int8
-/// Add of an int8 conv value and an int8 residual; 0 any other combination.
+/// Whether a conv's epilogue flags are those form kForm fixes (q_store_form_flags leaves them unchanged).
+template <int kForm>
+__device__ __forceinline__ bool in_q_store_form(const ConvArgs& a, const QEpilogue& qe) {
+  const QEpilogue f = q_store_form_flags<kForm>(qe);
+  return f.y_q == qe.y_q && f.y2 == qe.y2 && f.add_q == qe.add_q && f.conv_q == qe.conv_q && f.res_q == qe.res_q &&
+         q_store_form_residual<kForm>(a) == (a.residual != nullptr);
+}
+
+/// Which form of q_store8 an epilogue can use: 1 or 2 when its flags are that form's, else 0 (any combination).
 __device__ __forceinline__ int q_store8_form(const ConvArgs& a, const QEpilogue& qe) {
-  if (qe.y2 != nullptr || !qe.y_q) return 0;
-  if (a.residual == nullptr) return 1;
-  return qe.add_q && qe.conv_q && qe.res_q ? 2 : 0;
+  if (in_q_store_form<1>(a, qe)) return 1;
+  return in_q_store_form<2>(a, qe) ? 2 : 0;
 }
 
 /// Runs an epilogue's loop, `items(form)`, with the conv's store form as a std::integral_constant for
