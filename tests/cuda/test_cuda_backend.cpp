@@ -606,24 +606,36 @@ TEST(CudaBackend, CapacityOverflowIsReported) {
   EXPECT_THROW(gpu->set_input(0, big.features, big.indices, big.grid, 1), Error);
 }
 
-// A CUDA engine of one 16 -> 16 3x3x3 subm conv with ReLU (weights from `seed`): for the tests of how inputs are bound
-// and forwards enqueued.
-std::unique_ptr<Engine> one_subm_conv_engine(const std::string& name, uint64_t seed) {
+// One 16 -> 16 3x3x3 subm conv with ReLU (weights from `seed`): for the tests of how inputs are bound and forwards
+// enqueued.
+EngineBuilder one_subm_conv_builder(const std::string& name, uint64_t seed) {
   EngineBuilder b(name);
   const ValueId x = b.push_input("0", 16);
   b.push_output(b.push_sparse_conv(
       "conv0", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, seed, Activation::ReLU)));
-  return b.build(cuda_options());
+  return b;
+}
+std::unique_ptr<Engine> one_subm_conv_engine(const std::string& name, uint64_t seed) {
+  return one_subm_conv_builder(name, seed).build(cuda_options());
 }
 
-// Device tensors as input (read in place by the graph's input step): same result as host tensors, also when the
-// binding moves to other buffers and back; bad device input reported by check_errors, naming the row and its site.
+// Device tensors as input (read in place by the graph's input step): same result as host tensors (both within fp16
+// tolerance of the CPU engine), also when the binding moves to other buffers and back; bad device input reported by
+// check_errors, naming the row and its site.
 TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   SCN_REQUIRE_CUDA();
   const Int3 grid{10, 20, 20};
   const SparseInput in = random_input(800, 16, grid, 1, 71);
-  auto gpu = one_subm_conv_engine("device_input", 72);
+  const EngineBuilder builder = one_subm_conv_builder("device_input", 72);
+  auto gpu = builder.build(cuda_options());
+  auto cpu = builder.build(cpu_options());
   const RunResult host = run(*gpu, {in});
+  const auto expect_cpu_result = [&](const Tensor& got, const SparseInput& frame) {
+    const Metrics m = compare(to_floats(got), to_floats(run(*cpu, {frame}).outputs[0]));
+    EXPECT_LE(m.rel_l2, 2e-3) << describe(m);
+    EXPECT_GT(m.ref_max, 0.1) << describe(m);
+  };
+  expect_cpu_result(host.outputs[0], in);
   const Tensor df = in.features.to(Device::Cuda), di = in.indices.to(Device::Cuda);
   gpu->set_input(0, df, di, grid, 1);
   gpu->forward();
@@ -634,6 +646,7 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
   // other buffers with another frame (other addresses and row count), then the first buffers again
   const SparseInput in2 = random_input(650, 16, grid, 1, 73);
   const RunResult host2 = run(*gpu, {in2});
+  expect_cpu_result(host2.outputs[0], in2);
   const Tensor df2 = in2.features.to(Device::Cuda), di2 = in2.indices.to(Device::Cuda);
   ASSERT_NE(to_bytes(host2.outputs[0]), to_bytes(host.outputs[0]));
   for (int round = 0; round < 2; ++round) {
