@@ -101,6 +101,20 @@ def _current_stream_handle(torch, device_index: int) -> int:
     return int(torch.cuda.current_stream(device_index).cuda_stream)
 
 
+def _call_stream(stream: Any, device_index: int) -> int:
+    """The cudaStream_t a CUDA call enqueues on: `stream` when given, else torch's current stream on the device
+    (its default stream, handle 0, as cudaStreamLegacy), else 0 (the engine's or voxelizer's own stream)."""
+    if stream is not None:
+        return _stream_handle(stream)
+    torch = _torch()
+    if torch is None:
+        return 0
+    handle = _current_stream_handle(torch, device_index)
+    # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, where the engine
+    # replays its graph (and captures it on its own stream, joined by events: a graph cannot be captured there)
+    return _LEGACY_STREAM if handle == 0 else handle
+
+
 def _stream_handle(stream: Any) -> int:
     if isinstance(stream, int):
         return stream
@@ -144,6 +158,7 @@ class Engine:
         self._sparse = tuple(self._impl.output_sparse)
         self._views: Dict[int, Tuple[Any, Any]] = {}  # dense output -> (view_key, its torch view)
         self._bound: Optional[Tuple[Any, ...]] = None  # the call's CUDA torch inputs while their binding holds
+        self._points_voxelizer: Any = None  # the voxelizer of the last run_points (its errors are this engine's)
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -192,13 +207,27 @@ class Engine:
             self._enqueue(self._impl.forward, stream)
         else:
             self._bound = None
+            self._points_voxelizer = None
             self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
             self._bound = binding
+        return self._collect(outputs, out, stream)
+
+    def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
+        """Runs the model on raw points through `voxelizer` (an scn.Voxelizer on the engine's device): CUDA enqueues
+        the voxelizer and the forward on the call's stream with the voxel count kept on the device (no host wait;
+        device errors such as too many voxels surface at check_errors()). The input grid is the model's declared
+        one (input_spatial_shape), else the voxelizer's model grid; either is checked against the voxel grid, and
+        the voxelizer's index order against the model's. Returns Outputs like __call__."""
+        self._bound = None
+        self._points_voxelizer = None
+        self._enqueue(lambda h: self._impl.run_points(voxelizer._impl, points, h), stream)
+        self._points_voxelizer = voxelizer
         return self._collect(outputs, out, stream)
 
     def set_input(self, input: Union[int, str], features, indices, grid: Sequence[int], batch_size: int = 1):
         """Binds one input of a multi-input model (then forward())."""
         self._bound = None
+        self._points_voxelizer = None
         self._impl.set_input(self._input_index(input), features, indices, self._grid(grid), int(batch_size))
 
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
@@ -208,7 +237,10 @@ class Engine:
 
     def check_errors(self) -> None:
         """Waits for the last forward and raises scn.Error for a device-side problem (CUDA: device inputs are
-        validated on the GPU; a call that returned dense outputs without waiting has not looked yet)."""
+        validated on the GPU; a call that returned dense outputs without waiting has not looked yet). After
+        run_points, the voxelizer's errors first (more voxels than its max_voxels: the input was incomplete)."""
+        if self._points_voxelizer is not None:
+            self._points_voxelizer.check_errors()
         self._impl.check_errors()
 
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
@@ -261,17 +293,7 @@ class Engine:
 
     def _enqueue(self, launch, stream: Any) -> None:
         """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream)."""
-        if not self._cuda:
-            launch(0)
-            return
-        torch = _torch()
-        if stream is not None:
-            handle = _stream_handle(stream)
-        else:
-            handle = _current_stream_handle(torch, self._device_index) if torch is not None else 0
-        # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, where the engine
-        # replays its graph (and captures it on its own stream, joined by events: a graph cannot be captured there)
-        launch(_LEGACY_STREAM if handle == 0 and torch is not None else handle)
+        launch(_call_stream(stream, self._device_index) if self._cuda else 0)
 
     def _framework(self, torch) -> int:
         # outputs as torch tensors, else numpy arrays (host) or DLPack capsules (CUDA)

@@ -1,4 +1,5 @@
-// scn._scn — the nanobind extension behind the `scn` Python package (python/scn/).
+// scn._scn — the nanobind extension behind the `scn` Python package (python/scn/): the engine (here) and the
+// voxelizer (voxelizer_binding.cpp).
 //
 // It only moves tensors across the language boundary: DLPack arrays in (read in place: a view of
 // the caller's memory is handed to Engine::set_input, never copied here), views of the engine's
@@ -19,62 +20,17 @@
 #include <utility>
 #include <vector>
 
+#include "arrays.h"
 #include "scn/engine.h"
+#include "scn/inspect.h"
 #include "scn/onnx.h"
+#include "voxelizer_binding.h"
 
 namespace nb = nanobind;
 
 namespace {
 
-using Array = nb::ndarray<nb::ro>;
-
-const char* dlpack_dtype_name(nb::dlpack::dtype t) {
-  using C = nb::dlpack::dtype_code;
-  if (t.lanes != 1) return "a vector dtype";
-  switch (static_cast<C>(t.code)) {
-    case C::Float:
-      return t.bits == 16 ? "float16" : t.bits == 32 ? "float32" : t.bits == 64 ? "float64" : "float";
-    case C::Int:
-      return t.bits == 8 ? "int8" : t.bits == 16 ? "int16" : t.bits == 32 ? "int32" : "int64";
-    case C::UInt:
-      return t.bits == 8 ? "uint8" : "an unsigned integer dtype";
-    case C::Bfloat:
-      return "bfloat16";
-    case C::Bool:
-      return "bool";
-    default:
-      return "an unsupported dtype";
-  }
-}
-
-nb::dlpack::dtype to_dlpack(scn::DType d) {
-  using C = nb::dlpack::dtype_code;
-  switch (d) {
-    case scn::DType::Float16:
-      return {uint8_t(C::Float), 16, 1};
-    case scn::DType::Float32:
-      return {uint8_t(C::Float), 32, 1};
-    case scn::DType::Int32:
-      return {uint8_t(C::Int), 32, 1};
-    case scn::DType::Int64:
-      return {uint8_t(C::Int), 64, 1};
-    case scn::DType::Int8:
-      return {uint8_t(C::Int), 8, 1};
-    case scn::DType::UInt8:
-      return {uint8_t(C::UInt), 8, 1};
-    case scn::DType::UInt32:
-      return {uint8_t(C::UInt), 32, 1};
-    case scn::DType::UInt64:
-      return {uint8_t(C::UInt), 64, 1};
-  }
-  throw scn::Error("scn: internal: unknown dtype");
-}
-
-/// What an output array keeps alive: the scn::Tensor (shares its buffer) and the Python engine.
-struct Kept {
-  scn::Tensor tensor;
-  nb::object engine;
-};
+using scn::py::Array;
 
 /// One engine and the Python objects whose memory its bound inputs point into.
 class PyEngine {
@@ -125,19 +81,17 @@ class PyEngine {
 
   /// Binds input `index` (no copy of device tensors; host tensors are copied by the engine).
   void set_input(int index, nb::handle features, nb::handle indices, const scn::Int3& grid, int batch_size) {
-    const std::string& name = engine_->input_name(index);
-    Array f = as_array(features, "features", name);
-    Array i = as_array(indices, "indices", name);
-    const scn::Tensor tf = as_tensor(f, "features", name, true);
-    const scn::Tensor ti = as_tensor(i, "indices", name, false);
+    Binding b;
+    const auto [tf, ti] = import_input(index, features, indices, &b);
     {
       nb::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mutex_);
+      bound_voxelizer_ = nullptr;
       engine_->set_input(index, tf, ti, grid, batch_size);
     }
     // The engine reads device inputs when the forward runs (in stream order): keep their owners
     // alive until the next binding so the memory cannot be freed and reused before that.
-    kept_[size_t(index)] = {std::move(f), std::move(i)};
+    kept_[size_t(index)] = std::move(b);
   }
 
   /// Enqueues the forward on `stream` (a cudaStream_t as an integer; 0 = the engine's own stream).
@@ -149,20 +103,53 @@ class PyEngine {
 
   /// set_input(0, ...) and forward(stream) in one call (one GIL release: the hot path).
   void run(nb::handle features, nb::handle indices, const scn::Int3& grid, int batch_size, uintptr_t stream) {
-    SCN_CHECK(engine_->num_inputs() == 1, engine_->graph().source, ": the model has ", engine_->num_inputs(),
-              " inputs; bind each with set_input() and call forward()");
-    const std::string& name = engine_->input_name(0);
-    Array f = as_array(features, "features", name);
-    Array i = as_array(indices, "indices", name);
-    const scn::Tensor tf = as_tensor(f, "features", name, true);
-    const scn::Tensor ti = as_tensor(i, "indices", name, false);
+    check_one_input("bind each with set_input() and call forward()");
+    Binding b;
+    const auto [tf, ti] = import_input(0, features, indices, &b);
     {
       nb::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mutex_);
+      bound_voxelizer_ = nullptr;
       engine_->set_input(0, tf, ti, grid, batch_size);
       engine_->forward(reinterpret_cast<void*>(stream));
     }
-    kept_[0] = {std::move(f), std::move(i)};
+    kept_[0] = std::move(b);
+  }
+
+  /// Points through `voxelizer` into the model's input, then the forward, all on `stream`. CUDA: the voxelizer's
+  /// buffers are bound once as a device-count input (Engine::set_input_device_count: the voxel count stays on the
+  /// device, no host wait); CPU: its voxels are bound as host inputs. The grid is the model's declared input grid
+  /// (input_spatial_shape), else the voxelizer's model grid, checked against the voxel grid either way.
+  void run_points(nb::handle voxelizer, nb::handle points, uintptr_t stream) {
+    check_one_input("give each input's voxels with set_input()");
+    scn::py::PyVoxelizer& v = nb::cast<scn::py::PyVoxelizer&>(voxelizer);
+    SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
+              ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
+              " but ", v.label(), " elsewhere; create both with the same device");
+    SCN_CHECK(v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ", v.config().batch_index,
+              ": run_points binds one frame (batch size 1), whose batch index is 0");
+    scn::py::Array kept_points;
+    const scn::Tensor pts = v.import_points(points, &kept_points);
+    {
+      nb::gil_scoped_release nogil;
+      std::scoped_lock lock(mutex_, v.mutex());
+      const scn::Int3 grid = points_grid(v.config());
+      scn::Voxelizer& vox = v.get();
+      vox.run(pts, reinterpret_cast<void*>(stream));
+      if (!cuda_) {
+        bound_voxelizer_ = nullptr;
+        engine_->set_input(0, vox.features(), vox.indices(), grid, 1);
+      } else if (bound_voxelizer_ != &v) {
+        bound_voxelizer_ = nullptr;
+        engine_->set_input_device_count(0, vox.features_buffer(), vox.indices_buffer(), vox.device_count(), grid, 1);
+        bound_voxelizer_ = &v;
+      }
+      engine_->forward(reinterpret_cast<void*>(stream));
+    }
+    v.keep_points(std::move(kept_points));
+    Binding b;
+    b.voxelizer = nb::borrow(voxelizer);  // the bound buffers are the voxelizer's
+    kept_[0] = std::move(b);
   }
 
   /// Output `index` as a view of the engine's buffer (valid until the next forward; the view keeps
@@ -179,9 +166,9 @@ class PyEngine {
     }
     // The array owns a reference to the tensor (backends may return memory the Tensor owns) and to
     // the engine (whose buffers a view points into).
-    auto* keep = new Kept{t, nb::borrow(self)};
-    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Kept*>(p); });
-    return wrap<Framework>(t, owner);
+    auto* keep = new scn::py::Kept{t, nb::borrow(self)};
+    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<scn::py::Kept*>(p); });
+    return scn::py::wrap<Framework>(t, owner, device_index_);
   }
 
   /// Where a dense output's view would point and its shape, without building the view (Engine::output_async,
@@ -205,9 +192,9 @@ class PyEngine {
       std::lock_guard<std::mutex> lock(mutex_);
       c = (part == 1 ? engine_->output_indices(index) : engine_->output(index)).clone();
     }
-    auto* keep = new Kept{c, nb::object()};
-    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Kept*>(p); });
-    return wrap<Framework>(c, owner);
+    auto* keep = new scn::py::Kept{c, nb::object()};
+    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<scn::py::Kept*>(p); });
+    return scn::py::wrap<Framework>(c, owner, device_index_);
   }
 
   std::vector<double> time_forward(int warmup, int runs) {
@@ -240,75 +227,47 @@ class PyEngine {
     return v;
   }
 
-  Array as_array(nb::handle obj, const char* role, const std::string& input) const {
-    Array a;
-    if (!nb::try_cast(obj, a, /*convert=*/false)) {
-      std::string type = nb::type_name(obj.type()).c_str();
-      SCN_FAIL("input '", input, "' ", role,
-               ": expected a tensor with __dlpack__ (torch, numpy >= 1.22, CuPy, "
-               "JAX), got ",
-               type);
-    }
-    return a;
+  /// What keeps a bound input's memory alive until the next binding: the caller's arrays, or the voxelizer whose
+  /// buffers are bound.
+  struct Binding {
+    std::vector<Array> arrays;
+    nb::object voxelizer;
+  };
+
+  void check_one_input(const char* otherwise) const {
+    SCN_CHECK(engine_->num_inputs() == 1, engine_->graph().source, ": the model has ", engine_->num_inputs(),
+              " inputs; ", otherwise);
   }
 
-  /// Checks dtype, layout and device, and wraps the memory (no copy).
-  scn::Tensor as_tensor(const Array& a, const char* role, const std::string& input, bool features) const {
-    using C = nb::dlpack::dtype_code;
-    const nb::dlpack::dtype t = a.dtype();
-    scn::DType dt = scn::DType::Float32;
-    if (features && t == nb::dtype<float>()) {
-      dt = scn::DType::Float32;
-    } else if (features && t.code == uint8_t(C::Float) && t.bits == 16 && t.lanes == 1) {
-      dt = scn::DType::Float16;
-    } else if (!features && t == nb::dtype<int32_t>()) {
-      dt = scn::DType::Int32;
-    } else {
-      SCN_FAIL("input '", input, "' ", role, ": dtype ", dlpack_dtype_name(t), " is not accepted (",
-               features ? "float16 or float32" : "int32", " expected; convert it before the call, e.g. ",
-               features ? ".half()" : ".int()", ")");
-    }
-    std::vector<int64_t> shape;
-    for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(int64_t(a.shape(d)));
-    int64_t expect = 1;  // C-contiguous: strides are the products of the later sizes
-    for (size_t d = a.ndim(); d-- > 0;) {
-      SCN_CHECK(a.shape(d) == 1 || a.stride(d) == expect, "input '", input, "' ", role,
-                ": the tensor is not contiguous (shape ", shape_text(shape), ", stride ", a.stride(d), " on axis ", d,
-                " where ", expect, " is expected); pass .contiguous()");
-      expect *= int64_t(a.shape(d));
-    }
-    const int dev = a.device_type();
-    scn::Device where = scn::Device::Host;
-    if (dev == nb::device::cuda::value) {
-      where = scn::Device::Cuda;
-      SCN_CHECK(cuda_, "input '", input, "' ", role, ": a CUDA tensor was given to a ", backend(),
-                " engine; move it to the host (.cpu()) or build the engine with device='cuda'");
-      SCN_CHECK(a.device_id() == device_index_, "input '", input, "' ", role, ": the tensor is on cuda:", a.device_id(),
-                " but the engine runs on cuda:", device_index_);
-    } else {
-      SCN_CHECK(dev == nb::device::cpu::value || dev == nb::device::cuda_host::value, "input '", input, "' ", role,
-                ": DLPack device type ", dev, " is not supported (host or CUDA memory expected)");
-    }
-    return scn::Tensor::wrap(const_cast<void*>(a.data()), shape, dt, where);
+  /// Features [N, C] float16 / float32 and indices [N, 4] int32 of input `index` over the caller's memory; their
+  /// arrays go to `b`.
+  std::pair<scn::Tensor, scn::Tensor> import_input(int index, nb::handle features, nb::handle indices, Binding* b) {
+    const std::string what = "input '" + engine_->input_name(index) + "' ";
+    const scn::py::Placement where{cuda_, device_index_, "a " + backend() + " engine"};
+    Array f = scn::py::as_array(features, what + "features");
+    Array i = scn::py::as_array(indices, what + "indices");
+    scn::Tensor tf =
+        scn::py::as_tensor(f, what + "features", {scn::DType::Float16, scn::DType::Float32}, ".half()", where);
+    scn::Tensor ti = scn::py::as_tensor(i, what + "indices", {scn::DType::Int32}, ".int()", where);
+    b->arrays = {std::move(f), std::move(i)};
+    return {std::move(tf), std::move(ti)};
   }
 
-  template <typename Framework>
-  nb::ndarray<Framework> wrap(const scn::Tensor& t, nb::handle owner) const {
-    std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-    const bool dev = t.device() == scn::Device::Cuda;
-    return nb::ndarray<Framework>(const_cast<void*>(t.data()), shape.size(), shape.data(), owner, nullptr,
-                                  to_dlpack(t.dtype()), dev ? nb::device::cuda::value : nb::device::cpu::value,
-                                  dev ? device_index_ : 0);
-  }
-
-  static std::string shape_text(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
+  /// The grid a voxelizer's output is bound with (run_points), after checking its index order and voxel grid
+  /// against what the model states.
+  scn::Int3 points_grid(const scn::VoxelizerConfig& c) const {
+    const scn::InputLayout in = scn::expected_input(engine_->graph());
+    const std::string order = c.order == scn::VoxelOrder::Zyx ? "zyx" : "xyz";
+    SCN_CHECK(!in.order_stated || in.order == order, engine_->graph().source, ": the voxelizer '", c.name,
+              "' writes indices in ", order, " order but the model reads ", in.order, " (set order='", in.order, "')");
+    const scn::Int3 grid = in.grid != scn::Int3{0, 0, 0} ? in.grid : scn::model_grid(c);
+    scn::check_grid(c, grid);
+    return grid;
   }
 
   std::unique_ptr<scn::Engine> engine_;
-  std::vector<std::vector<Array>> kept_;
+  std::vector<Binding> kept_;
+  const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any
   std::mutex mutex_;
   bool cuda_ = false;
   int device_index_ = 0;
@@ -321,12 +280,13 @@ NB_MODULE(_scn, m) {
   nb::exception<scn::Error>(m, "Error", PyExc_RuntimeError);
 
   m.def("cuda_available", &scn::cuda_available, "True when scn has the CUDA backend and a GPU is visible");
+  scn::py::bind_voxelizer(m);
   nb::class_<PyEngine>(m, "_Engine")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int64_t, int, bool, int, int,
                     const std::string&, bool, double, const std::string&>(),
            nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("max_voxels"), nb::arg("max_batch"),
-           nb::arg("cuda_graph"), nb::arg("device_index"), nb::arg("num_threads"), nb::arg("capacity"),
-           nb::arg("grow"), nb::arg("capacity_margin"), nb::arg("tuning_cache"))
+           nb::arg("cuda_graph"), nb::arg("device_index"), nb::arg("num_threads"), nb::arg("capacity"), nb::arg("grow"),
+           nb::arg("capacity_margin"), nb::arg("tuning_cache"))
       .def_prop_ro("backend", &PyEngine::backend)
       .def_prop_ro("precision", &PyEngine::precision)
       .def_prop_ro("device_index", &PyEngine::device_index)
@@ -338,6 +298,7 @@ NB_MODULE(_scn, m) {
       .def("set_input", &PyEngine::set_input)
       .def("forward", &PyEngine::forward)
       .def("run", &PyEngine::run)
+      .def("run_points", &PyEngine::run_points)
       // framework 0: a DLPack capsule, 1: numpy, 2: torch
       .def("view",
            [](nb::handle self, int index, int part, bool wait, int framework) -> nb::object {

@@ -1,0 +1,141 @@
+// scn._scn's voxelizer: the configuration (presets, fields), and _Voxelizer over scn::Voxelizer.
+#include "voxelizer_binding.h"
+
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <utility>
+
+namespace scn::py {
+
+namespace {
+
+const char* reduction_name(VoxelReduction r) { return r == VoxelReduction::Mean ? "mean" : "first"; }
+const char* order_name(VoxelOrder o) { return o == VoxelOrder::Zyx ? "zyx" : "xyz"; }
+
+VoxelReduction parse_reduction(const std::string& s) {
+  SCN_CHECK(s == "mean" || s == "first", "voxelizer reduction = '", s, "': expected 'mean' or 'first'");
+  return s == "mean" ? VoxelReduction::Mean : VoxelReduction::First;
+}
+VoxelOrder parse_order(const std::string& s) {
+  SCN_CHECK(s == "zyx" || s == "xyz", "voxelizer order = '", s, "': expected 'zyx' or 'xyz'");
+  return s == "zyx" ? VoxelOrder::Zyx : VoxelOrder::Xyz;
+}
+DType parse_feature_dtype(const std::string& s) {
+  SCN_CHECK(s == "float16" || s == "float32", "voxelizer feature_dtype = '", s, "': expected 'float16' or 'float32'");
+  return s == "float16" ? DType::Float16 : DType::Float32;
+}
+
+}  // namespace
+
+PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index)
+    : device_index_(device_index) {
+  SCN_CHECK(max_points >= 1, "voxelizer max_points must be at least 1 (got ", max_points, ")");
+  SCN_CHECK(device_index >= 0, "voxelizer CUDA device index must be >= 0 (got ", device_index, ")");
+  validate(config);
+  const Backend backend = parse_backend(device);
+  nb::gil_scoped_release nogil;
+  vox_ = Voxelizer::create(config, backend, max_points, device_index);
+}
+
+std::string PyVoxelizer::label() const {
+  return cuda() ? "the cuda:" + std::to_string(device_index_) + " voxelizer" : std::string("the cpu voxelizer");
+}
+
+scn::Tensor PyVoxelizer::import_points(nb::handle points, Array* kept) const {
+  *kept = as_array(points, "voxelizer points");
+  // shape and count: checked by the voxelizer's run()
+  return as_tensor(*kept, "voxelizer points", {DType::Float32, DType::Float16}, ".float()",
+                   Placement{cuda(), device_index_, label()});
+}
+
+void PyVoxelizer::run(nb::handle points, uintptr_t stream) {
+  Array kept;
+  const scn::Tensor t = import_points(points, &kept);
+  {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    vox_->run(t, reinterpret_cast<void*>(stream));
+  }
+  keep_points(std::move(kept));
+}
+
+nb::object PyVoxelizer::output(nb::handle self, int part, int framework) {
+  scn::Tensor t;
+  {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    t = part == 1 ? vox_->indices() : vox_->features();
+  }
+  return export_tensor(t, nb::borrow(self), framework, device_index_);
+}
+
+int64_t PyVoxelizer::count() {
+  nb::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return vox_->count();
+}
+
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> PyVoxelizer::stats() {
+  VoxelizeStats s;
+  {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = vox_->stats();
+  }
+  return {s.points, s.voxels, s.dropped_out_of_range, s.dropped_non_finite, s.dropped_full};
+}
+
+void PyVoxelizer::check_errors() {
+  nb::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(mutex_);
+  vox_->check_errors();
+}
+
+void bind_voxelizer(nb::module_& m) {
+  nb::class_<VoxelizerConfig>(m, "VoxelizerConfig")
+      .def(nb::init<>())
+      .def_rw("name", &VoxelizerConfig::name)
+      .def_rw("range", &VoxelizerConfig::range)
+      .def_rw("voxel_size", &VoxelizerConfig::voxel_size)
+      .def_rw("max_points_per_voxel", &VoxelizerConfig::max_points_per_voxel)
+      .def_rw("max_voxels", &VoxelizerConfig::max_voxels)
+      .def_prop_rw(
+          "reduction", [](const VoxelizerConfig& c) { return std::string(reduction_name(c.reduction)); },
+          [](VoxelizerConfig& c, const std::string& s) { c.reduction = parse_reduction(s); })
+      .def_rw("point_columns", &VoxelizerConfig::point_columns)
+      .def_rw("feature_columns", &VoxelizerConfig::feature_columns)
+      .def_prop_rw(
+          "order", [](const VoxelizerConfig& c) { return std::string(order_name(c.order)); },
+          [](VoxelizerConfig& c, const std::string& s) { c.order = parse_order(s); })
+      .def_rw("batch_index", &VoxelizerConfig::batch_index)
+      .def_prop_rw(
+          "feature_dtype",
+          [](const VoxelizerConfig& c) {
+            return std::string(c.feature_dtype == DType::Float16 ? "float16" : "float32");
+          },
+          [](VoxelizerConfig& c, const std::string& s) { c.feature_dtype = parse_feature_dtype(s); })
+      .def_rw("model_z_plus_one", &VoxelizerConfig::model_z_plus_one)
+      .def("validate", [](const VoxelizerConfig& c) { validate(c); })
+      .def_prop_ro("voxel_grid", [](const VoxelizerConfig& c) { return voxel_grid(c); })
+      .def_prop_ro("model_grid", [](const VoxelizerConfig& c) { return model_grid(c); });
+  m.def("voxelizer_preset", &voxelizer_preset, nb::arg("name"));
+  m.def("voxelizer_preset_names", &voxelizer_preset_names);
+
+  nb::class_<PyVoxelizer>(m, "_Voxelizer")
+      .def(nb::init<const VoxelizerConfig&, const std::string&, int64_t, int>(), nb::arg("config"), nb::arg("device"),
+           nb::arg("max_points"), nb::arg("device_index"))
+      .def_prop_ro("backend", [](const PyVoxelizer& v) { return std::string(v.cuda() ? "cuda" : "cpu"); })
+      .def_prop_ro("config", [](const PyVoxelizer& v) { return v.config(); })
+      .def_prop_ro("max_points", [](PyVoxelizer& v) { return v.get().max_points(); })
+      .def("run", &PyVoxelizer::run)
+      .def("output", [](nb::handle self, int part,
+                        int framework) { return nb::cast<PyVoxelizer&>(self).output(self, part, framework); })
+      .def("count", &PyVoxelizer::count)
+      .def("stats", &PyVoxelizer::stats)
+      .def("check_errors", &PyVoxelizer::check_errors);
+}
+
+}  // namespace scn::py

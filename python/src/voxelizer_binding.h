@@ -1,0 +1,56 @@
+// scn._scn._Voxelizer: an scn::Voxelizer called with DLPack point arrays (python/scn/_voxelizer.py wraps it), and
+// what the engine's binding needs of it to bind its buffers as a device-count input (points -> BEV without a host
+// wait).
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "arrays.h"
+#include "scn/voxelize.h"
+
+namespace scn::py {
+
+class PyVoxelizer {
+ public:
+  PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index);
+
+  bool cuda() const { return vox_->backend() == scn::Backend::Cuda; }
+  int device_index() const { return device_index_; }
+  /// "the cpu voxelizer" / "the cuda:0 voxelizer", for messages.
+  std::string label() const;
+  scn::Voxelizer& get() { return *vox_; }
+  const VoxelizerConfig& config() const { return vox_->config(); }
+  std::mutex& mutex() { return mutex_; }
+
+  /// The points [P, point_columns] float32 / float16 (host, or the voxelizer's CUDA device) as a tensor over the
+  /// caller's memory; `kept` receives the array, which the caller keeps alive until the voxelizer's next run.
+  scn::Tensor import_points(nb::handle points, Array* kept) const;
+  /// Keeps the points of the run just enqueued alive (CUDA reads them in stream order).
+  void keep_points(Array points) { kept_points_ = std::move(points); }
+
+  /// Voxelizes `points` (CUDA: enqueued on `stream`, no host wait; CPU: at once).
+  void run(nb::handle points, uintptr_t stream);
+  /// Part 0: features [count, F], 1: indices [count, 4] of the last run (synchronises; a view of the voxelizer's
+  /// buffers, valid until its next run) as an array of `framework` (0 capsule, 1 numpy, 2 torch).
+  nb::object output(nb::handle self, int part, int framework);
+  int64_t count();
+  /// points, voxels, dropped out of range, dropped non-finite, dropped beyond max_points_per_voxel.
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> stats();
+  void check_errors();
+
+ private:
+  std::unique_ptr<scn::Voxelizer> vox_;
+  int device_index_ = 0;
+  Array kept_points_;
+  std::mutex mutex_;
+};
+
+/// Registers VoxelizerConfig, the presets and _Voxelizer on the module.
+void bind_voxelizer(nb::module_& m);
+
+}  // namespace scn::py

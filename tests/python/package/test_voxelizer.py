@@ -1,0 +1,169 @@
+"""scn.Voxelizer and Engine.run_points: presets and settings, clear errors, the CPU voxelizer bitwise equal to
+`scn voxelize`, points -> model output equal to the two steps; CUDA (skipped without a GPU): bitwise equal to the CPU
+voxelizer, run_points without a host wait, the voxelizer's overflow raised by Engine.check_errors()."""
+
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import scn
+from scn.export import tensor_io
+
+from conftest import GRID, has_cuda, rel_l2
+
+cuda = pytest.mark.skipif(not has_cuda(), reason="no CUDA: scn built without it or no GPU visible")
+
+# the tiny model's grid (z, y, x) = (12, 16, 20) as a voxel grid of 1 m voxels from the origin, 4 point columns
+TINY_BOX = dict(range=(0.0, 0.0, 0.0, 20.0, 16.0, 12.0), voxel_size=(1.0, 1.0, 1.0), point_columns=4,
+                feature_columns=[0, 1, 2, 3], model_z_plus_one=False, max_voxels=4000)
+
+
+def tiny_points(seed=0, n=2500, out_of_range=7, non_finite=5):
+    """Points around two tilted planes inside the tiny box (several per voxel), then `out_of_range` rows outside
+    it and `non_finite` rows with a NaN coordinate, shuffled: float32 [P, 4] (x, y, z, intensity)."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.uniform(0, 20, n), rng.uniform(0, 16, n)
+    z = np.clip(rng.choice([3.0, 7.5], n) + 0.25 * (y - 8) + rng.normal(0, 0.3, n), 0, 11.99)
+    pts = np.stack([x, y, z, rng.uniform(0, 1, n)], 1)
+    far = np.stack([rng.uniform(21, 30, out_of_range), rng.uniform(0, 16, out_of_range), np.full(out_of_range, 5.0),
+                    np.ones(out_of_range)], 1)
+    bad = np.stack([np.full(non_finite, np.nan), rng.uniform(0, 16, non_finite), np.full(non_finite, 5.0),
+                    np.ones(non_finite)], 1)
+    pts = np.concatenate([pts, far, bad]).astype(np.float32)
+    return pts[rng.permutation(len(pts))]
+
+
+def nuscenes_points(seed=1, n=20000):
+    rng = np.random.default_rng(seed)
+    pts = np.stack([rng.uniform(-54, 54, n), rng.uniform(-54, 54, n), rng.uniform(-5, 3, n), rng.uniform(0, 255, n),
+                    rng.uniform(0, 0.5, n)], 1).astype(np.float32)
+    return np.concatenate([pts, pts[:3000] + np.float32(0.01)])  # some voxels with several points
+
+
+def test_presets_grids_and_settings():
+    assert "nuscenes-centerpoint" in scn.voxelizer_presets()
+    v = scn.Voxelizer("nuscenes-centerpoint", device="cpu")
+    assert v.config.name == "nuscenes-centerpoint" and v.grid == (40, 1440, 1440) and v.model_grid == (41, 1440, 1440)
+    assert v.backend == "cpu" and v.config.point_columns == 5 and v.config.reduction == "mean"
+    w = scn.Voxelizer("nuscenes-centerpoint", device="cpu", voxel_size=(0.1, 0.1, 0.2), order="xyz",
+                      reduction="first", feature_dtype="float32")
+    assert w.grid == (1080, 1080, 40) and w.config.reduction == "first" and w.config.feature_dtype == "float32"
+    assert w.config.name == "nuscenes-centerpoint with voxel_size, order, reduction, feature_dtype"
+
+
+def test_bad_settings_and_points_name_the_problem():
+    with pytest.raises(scn.Error, match="unknown voxelizer preset 'nope'"):
+        scn.Voxelizer("nope", device="cpu")
+    with pytest.raises(scn.Error, match="no setting 'bogus'"):
+        scn.Voxelizer(device="cpu", bogus=1)
+    with pytest.raises(scn.Error, match="reduction = 'median'"):
+        scn.Voxelizer(device="cpu", reduction="median")
+    with pytest.raises(scn.Error, match="voxel size y = -0.1 must be positive"):
+        scn.Voxelizer(device="cpu", voxel_size=(0.1, -0.1, 0.2))
+    with pytest.raises(scn.Error, match="max_points must be at least 1"):
+        scn.Voxelizer(device="cpu", max_points=0)
+    v = scn.Voxelizer(device="cpu", max_points=100)
+    with pytest.raises(scn.Error, match="voxelizer points: dtype int32 is not accepted"):
+        v(np.zeros((10, 5), np.int32))
+    with pytest.raises(scn.Error, match="points have 4 columns, the config expects 5"):
+        v(np.zeros((10, 4), np.float32))
+    with pytest.raises(scn.Error, match="101 points exceed max_points = 100"):
+        v(np.zeros((101, 5), np.float32))
+    with pytest.raises(scn.Error, match="voxelizer points: expected a tensor with __dlpack__"):
+        v([[0.0] * 5])
+
+
+def test_cpu_voxelizer_equals_the_cli_bitwise(cli, tmp_path):
+    pts = nuscenes_points()
+    pts.tofile(tmp_path / "p.bin")
+    subprocess.run([cli, "voxelize", str(tmp_path / "p.bin"), "--preset", "nuscenes-centerpoint", "--device", "cpu",
+                    "--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor"), "--quiet"],
+                   check=True)
+    f, i = scn.Voxelizer("nuscenes-centerpoint", device="cpu")(torch.from_numpy(pts))
+    want_f, want_i = tensor_io.load_tensor(tmp_path / "f.tensor"), tensor_io.load_tensor(tmp_path / "i.tensor")
+    assert f.numpy().tobytes() == want_f.tobytes() and i.numpy().tobytes() == want_i.tobytes()
+    assert len(want_i) > 15000
+
+
+def test_statistics_and_output_modes():
+    pts = tiny_points()
+    v = scn.Voxelizer(device="cpu", **TINY_BOX)
+    f, i = v(pts)
+    s = v.stats
+    assert (s.points, s.dropped_out_of_range, s.dropped_non_finite) == (len(pts), 7, 5)
+    assert s.voxels == len(i) == len(f) and s.kept == s.points - 12 - s.dropped_full and s.voxels < 2500
+    assert (i[:, 0] == 0).all() and all(int(m) < g for m, g in zip(i[:, 1:].max(0).values, GRID))
+    view = v(pts * np.float32([1, 1, 1, 2]), outputs="view")[0]
+    assert not torch.equal(view, f) and torch.equal(view[:, :3], f[:, :3])  # copy mode: untouched by the next call
+
+
+def test_run_points_equals_voxelize_then_call_cpu(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    v = scn.Voxelizer(device="cpu", **TINY_BOX)
+    for seed in (0, 1):
+        pts = tiny_points(seed)
+        got = e.run_points(pts, v)[0]
+        f, i = v(pts)
+        want = e(f, i, GRID)[0]
+        assert float(want.abs().max()) > 0.1 and torch.equal(got, want)
+
+
+def test_run_points_checks_grid_order_and_batch(tiny):
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    coarse = scn.Voxelizer(device="cpu", **{**TINY_BOX, "voxel_size": (2.0, 2.0, 2.0)})
+    with pytest.raises(scn.Error, match=r"input grid 12x16x20 \(z, y, x\) disagrees with the voxel grid 6x8x10"):
+        e.run_points(tiny_points(), coarse)
+    xyz = scn.Voxelizer(device="cpu", **{**TINY_BOX, "order": "xyz"})
+    with pytest.raises(scn.Error, match="writes indices in xyz order but the model reads zyx"):
+        e.run_points(tiny_points(), xyz)
+    second = scn.Voxelizer(device="cpu", **{**TINY_BOX, "batch_index": 1})
+    with pytest.raises(scn.Error, match="batch_index 1"):
+        e.run_points(tiny_points(), second)
+
+
+@cuda
+def test_cuda_voxelizer_equals_the_cpu_voxelizer_bitwise():
+    pts = torch.from_numpy(nuscenes_points(seed=3))
+    want = scn.Voxelizer("nuscenes-centerpoint", device="cpu")(pts)
+    gpu = scn.Voxelizer("nuscenes-centerpoint", device="cuda")
+    for given in (pts, pts.cuda()):                       # host points copied on the stream, device points in place
+        got = gpu(given)
+        assert got[0].is_cuda and torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+    assert gpu.stats.voxels == len(want[1])
+
+
+@cuda
+def test_run_points_cuda_without_host_wait(tiny):
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    v = scn.Voxelizer(device="cuda", **TINY_BOX)
+    cpu_e, cpu_v = scn.Engine(tiny.path, device="cpu", precision="fp32"), scn.Voxelizer(device="cpu", **TINY_BOX)
+    for seed in (0, 1, 2):                                 # the voxelizer's buffers bound again after each e(f, i)
+        pts = torch.from_numpy(tiny_points(seed)).cuda()
+        got = e.run_points(pts, v)[0]
+        f, i = v(pts)
+        assert torch.equal(got, e(f, i, GRID)[0])          # the two steps, on the same engine
+        want = cpu_e.run_points(pts.cpu(), cpu_v)[0]
+        assert rel_l2(got.float().cpu(), want) < 2e-3
+    pts = torch.from_numpy(tiny_points(4)).cuda()
+    want = e.run_points(pts, v)[0].clone()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(int(1e9))                            # ~0.5 s of GPU work ahead of the call
+    got = e.run_points(pts, v, outputs="view")[0]
+    busy = not torch.cuda.current_stream().query()
+    result = got.clone()
+    torch.cuda.synchronize()
+    assert busy, "run_points waited for the GPU"
+    assert torch.equal(result, want)
+
+
+@cuda
+def test_run_points_cuda_reports_voxelizer_overflow_and_device_mismatch(tiny):
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    small = scn.Voxelizer(device="cuda", **{**TINY_BOX, "max_voxels": 50})
+    e.run_points(torch.from_numpy(tiny_points()).cuda(), small)
+    with pytest.raises(scn.Error, match="voxels exceed max_voxels = 50"):
+        e.check_errors()
+    with pytest.raises(scn.Error, match="create both with the same device"):
+        e.run_points(tiny_points(), scn.Voxelizer(device="cpu", **TINY_BOX))
