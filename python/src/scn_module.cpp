@@ -156,8 +156,7 @@ class PyEngine {
   /// the engine alive). wait=false: dense outputs in stream order without a host wait
   /// (Engine::output_async); sparse outputs always wait (their row count is read on the host).
   /// part 0: features / dense tensor, 1: indices of a sparse output.
-  template <typename Framework>
-  nb::ndarray<Framework> view(nb::handle self, int index, int part, bool wait) {
+  nb::object view(nb::handle self, int index, int part, bool wait, int framework) {
     scn::Tensor t;
     {
       nb::gil_scoped_release nogil;
@@ -166,9 +165,7 @@ class PyEngine {
     }
     // The array owns a reference to the tensor (backends may return memory the Tensor owns) and to
     // the engine (whose buffers a view points into).
-    auto* keep = new scn::py::Kept{t, nb::borrow(self)};
-    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<scn::py::Kept*>(p); });
-    return scn::py::wrap<Framework>(t, owner, device_index_);
+    return scn::py::export_tensor(t, nb::borrow(self), framework, device_index_);
   }
 
   /// Where a dense output's view would point and its shape, without building the view (Engine::output_async,
@@ -184,17 +181,14 @@ class PyEngine {
 
   /// Output `index` copied by scn into memory the returned array owns (for callers without torch;
   /// a CUDA copy waits for the forward).
-  template <typename Framework>
-  nb::ndarray<Framework> copy(int index, int part) {
+  nb::object copy(int index, int part, int framework) {
     scn::Tensor c;
     {
       nb::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mutex_);
       c = (part == 1 ? engine_->output_indices(index) : engine_->output(index)).clone();
     }
-    auto* keep = new scn::py::Kept{c, nb::object()};
-    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<scn::py::Kept*>(p); });
-    return scn::py::wrap<Framework>(c, owner, device_index_);
+    return scn::py::export_tensor(c, nb::object(), framework, device_index_);
   }
 
   std::vector<double> time_forward(int warmup, int runs) {
@@ -300,19 +294,10 @@ NB_MODULE(_scn, m) {
       .def("run", &PyEngine::run)
       .def("run_points", &PyEngine::run_points)
       // framework 0: a DLPack capsule, 1: numpy, 2: torch
-      .def("view",
-           [](nb::handle self, int index, int part, bool wait, int framework) -> nb::object {
-             PyEngine& e = nb::cast<PyEngine&>(self);
-             if (framework == 2) return nb::cast(e.view<nb::pytorch>(self, index, part, wait));
-             if (framework == 1) return nb::cast(e.view<nb::numpy>(self, index, part, wait));
-             return nb::cast(e.view<nb::no_framework>(self, index, part, wait));
-           })
+      .def("view", [](nb::handle self, int index, int part, bool wait,
+                      int framework) { return nb::cast<PyEngine&>(self).view(self, index, part, wait, framework); })
       .def("view_key", &PyEngine::view_key)
-      .def("copy",
-           [](PyEngine& e, int index, int part, int framework) -> nb::object {
-             if (framework == 1) return nb::cast(e.copy<nb::numpy>(index, part));
-             return nb::cast(e.copy<nb::no_framework>(index, part));
-           })
+      .def("copy", &PyEngine::copy)
       .def("time_forward", &PyEngine::time_forward)
       .def("profile_layers", &PyEngine::profile_layers)
       .def("check_errors", &PyEngine::check_errors);
