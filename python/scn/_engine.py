@@ -22,26 +22,13 @@ scn works.
 
 from __future__ import annotations
 
-
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from scn import _scn
+from scn._device import OnDevice, _call_stream, _parse_device, _stream_handle, _torch
 from scn._scn import Error
 
 _MODES = ("copy", "view")
-_torch_module: Any = None
-
-
-def _torch():
-    """torch if it can be imported (once), else None."""
-    global _torch_module
-    if _torch_module is None:
-        try:
-            import torch  # noqa: WPS433 (optional dependency)
-            _torch_module = torch
-        except ImportError:
-            _torch_module = False
-    return _torch_module or None
 
 
 class LayerTiming(NamedTuple):
@@ -79,53 +66,7 @@ class Outputs(tuple):
         return dict(zip(self.names, self))
 
 
-def _parse_device(device: Any) -> Tuple[str, int]:
-    text = str(device)
-    kind, _, index = text.partition(":")
-    if kind not in ("auto", "cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
-        raise Error(f"device {text!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
-    if kind == "auto":
-        kind = "cuda" if _scn.cuda_available() else "cpu"
-    return kind, int(index) if index else 0
-
-
-_LEGACY_STREAM = 1  # cudaStreamLegacy (Engine::forward replays its graph there, or captures it joined by events)
-
-
-def _current_stream_handle(torch, device_index: int) -> int:
-    """torch's current stream on the device as a cudaStream_t; torch's raw accessor when it has one (it builds no
-    Stream object: a few microseconds less per call)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return int(raw(device_index))
-    return int(torch.cuda.current_stream(device_index).cuda_stream)
-
-
-def _call_stream(stream: Any, device_index: int) -> int:
-    """The cudaStream_t a CUDA call enqueues on: `stream` when given, else torch's current stream on the device
-    (its default stream, handle 0, as cudaStreamLegacy), else 0 (the engine's or voxelizer's own stream)."""
-    if stream is not None:
-        return _stream_handle(stream)
-    torch = _torch()
-    if torch is None:
-        return 0
-    handle = _current_stream_handle(torch, device_index)
-    # torch's default stream is the legacy NULL stream (handle 0): passed as cudaStreamLegacy, where the engine
-    # replays its graph (and captures it on its own stream, joined by events: a graph cannot be captured there)
-    return _LEGACY_STREAM if handle == 0 else handle
-
-
-def _stream_handle(stream: Any) -> int:
-    if isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream / ExternalStream, CuPy streams
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise Error(f"stream: expected a cudaStream_t as an int, a torch.cuda.Stream or a CuPy stream, "
-                f"got {type(stream).__name__}")
-
-
-class Engine:
+class Engine(OnDevice):
     """An scn engine built from an NVIDIA-schema ONNX file.
 
     device: "auto" (CUDA when scn has it and a GPU is visible, else CPU), "cpu", "cuda" or "cuda:N".
@@ -160,17 +101,7 @@ class Engine:
         self._bound: Optional[Tuple[Any, ...]] = None  # the call's CUDA torch inputs while their binding holds
         self._points_voxelizer: Any = None  # the voxelizer of the last run_points (its errors are this engine's)
 
-    # ---- properties -------------------------------------------------------------------------
-    @property
-    def backend(self) -> str:
-        """'cpu' or 'cuda'."""
-        return self._impl.backend
-
-    @property
-    def device(self) -> str:
-        """Where inputs are read in place and outputs live: 'cpu' or 'cuda:N' (torch's spelling)."""
-        return f"cuda:{self._device_index}" if self._cuda else "cpu"
-
+    # ---- properties (backend, device: OnDevice) ---------------------------------------------
     @property
     def precision(self) -> str:
         return self._impl.precision

@@ -12,11 +12,11 @@ silent truncation.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple, Tuple
 
 from scn import _scn
 from scn._scn import Error
-from scn._engine import _call_stream, _parse_device, _torch
+from scn._device import OnDevice, _call_stream, _parse_device, _torch
 
 # the configuration fields an override may set (scn::VoxelizerConfig)
 _FIELDS = ("range", "voxel_size", "max_points_per_voxel", "max_voxels", "reduction", "point_columns",
@@ -42,7 +42,7 @@ def presets() -> Tuple[str, ...]:
     return tuple(_scn.voxelizer_preset_names())
 
 
-class Voxelizer:
+class Voxelizer(OnDevice):
     """A voxelizer with its buffers sized once.
 
     preset: a preset name (``scn.voxelizer_presets()``), whose fields the keyword overrides replace: range (x0, y0,
@@ -71,15 +71,6 @@ class Voxelizer:
         self._impl = _scn._Voxelizer(config, kind, int(max_points), index)
         self._device_index = index
         self._cuda = self._impl.backend == "cuda"
-
-    @property
-    def backend(self) -> str:
-        """'cpu' or 'cuda'."""
-        return self._impl.backend
-
-    @property
-    def device(self) -> str:
-        return f"cuda:{self._device_index}" if self._cuda else "cpu"
 
     @property
     def config(self):

@@ -3,7 +3,7 @@
 //
 // It only moves tensors across the language boundary: DLPack arrays in (read in place: a view of
 // the caller's memory is handed to Engine::set_input, never copied here), views of the engine's
-// outputs out. Output lifetime, torch streams and argument parsing live in python/scn/_engine.py.
+// outputs out. Output lifetime, torch streams and argument parsing live in python/scn/ (_engine.py, _device.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
