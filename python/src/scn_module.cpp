@@ -135,7 +135,11 @@ class PyEngine {
       std::scoped_lock lock(mutex_, v.mutex());
       const scn::Int3 grid = points_grid(v.config());
       scn::Voxelizer& vox = v.get();
-      vox.run(pts, reinterpret_cast<void*>(stream));
+      // Stream 0 (a caller without torch) means the legacy default stream to the voxelizer but the engine's own
+      // (non-blocking) stream to the engine, which would not wait for the voxels: both go to cudaStreamLegacy (0x1;
+      // this file has no CUDA headers), which the engine joins by events.
+      const uintptr_t s = cuda_ && stream == 0 ? uintptr_t(1) : stream;
+      vox.run(pts, reinterpret_cast<void*>(s));
       if (!cuda_) {
         bound_voxelizer_ = nullptr;
         engine_->set_input(0, vox.features(), vox.indices(), grid, 1);
@@ -144,7 +148,7 @@ class PyEngine {
         engine_->set_input_device_count(0, vox.features_buffer(), vox.indices_buffer(), vox.device_count(), grid, 1);
         bound_voxelizer_ = &v;
       }
-      engine_->forward(reinterpret_cast<void*>(stream));
+      engine_->forward(reinterpret_cast<void*>(s));
     }
     v.keep_points(std::move(kept_points));
     Binding b;

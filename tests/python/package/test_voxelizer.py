@@ -159,6 +159,22 @@ def test_run_points_cuda_without_host_wait(tiny):
 
 
 @cuda
+def test_run_points_on_stream_zero_orders_the_voxelizer_before_the_forward(tiny):
+    # stream 0 (what a caller without torch passes): the voxelizer and the forward must still run in order; the
+    # voxelizer is held behind ~0.5 s of GPU work on the legacy default stream, where stream 0 puts it
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    v = scn.Voxelizer(device="cuda", **TINY_BOX)
+    first, second = torch.from_numpy(tiny_points(5)).cuda(), torch.from_numpy(tiny_points(6)).cuda()
+    want = e(*v(second), GRID)[0].clone()
+    e._impl.run_points(v._impl, first, 0)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(int(1e9))
+    e._impl.run_points(v._impl, second, 0)
+    e._impl.check_errors()                                 # waits for the forward
+    assert torch.equal(e._impl.view(0, 0, True, 2), want)
+
+
+@cuda
 def test_run_points_cuda_reports_voxelizer_overflow_and_device_mismatch(tiny):
     e = scn.Engine(tiny.path, device="cuda", precision="fp16")
     small = scn.Voxelizer(device="cuda", **{**TINY_BOX, "max_voxels": 50})
