@@ -133,7 +133,6 @@ class PyEngine {
     {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
-      const scn::Int3 grid = points_grid(v.config());
       scn::Voxelizer& vox = v.get();
       // Stream 0 (a caller without torch) means the legacy default stream to the voxelizer but the engine's own
       // (non-blocking) stream to the engine, which would not wait for the voxels: both go to cudaStreamLegacy (0x1;
@@ -142,10 +141,11 @@ class PyEngine {
       vox.run(pts, reinterpret_cast<void*>(s));
       if (!cuda_) {
         bound_voxelizer_ = nullptr;
-        engine_->set_input(0, vox.features(), vox.indices(), grid, 1);
-      } else if (bound_voxelizer_ != &v) {
+        engine_->set_input(0, vox.features(), vox.indices(), points_grid(v.config()), 1);
+      } else if (bound_voxelizer_ != &v) {  // a voxelizer's config is fixed at its creation: checked once per binding
         bound_voxelizer_ = nullptr;
-        engine_->set_input_device_count(0, vox.features_buffer(), vox.indices_buffer(), vox.device_count(), grid, 1);
+        engine_->set_input_device_count(0, vox.features_buffer(), vox.indices_buffer(), vox.device_count(),
+                                        points_grid(v.config()), 1);
         bound_voxelizer_ = &v;
       }
       engine_->forward(reinterpret_cast<void*>(s));
