@@ -75,13 +75,20 @@ def test_bad_settings_and_points_name_the_problem():
         v([[0.0] * 5])
 
 
-def test_cpu_voxelizer_equals_the_cli_bitwise(cli, tmp_path):
+@pytest.mark.parametrize("settings, flags", [
+    ({}, []),
+    (dict(voxel_size=(0.2, 0.2, 0.25), order="xyz", reduction="first", feature_dtype="float32",
+          feature_columns=[3, 0, 1], max_points_per_voxel=3, batch_index=2),
+     ["--voxel-size", "0.2,0.2,0.25", "--order", "xyz", "--reduction", "first", "--dtype", "fp32",
+      "--feature-columns", "3,0,1", "--max-points-per-voxel", "3", "--batch-index", "2"]),
+])
+def test_cpu_voxelizer_equals_the_cli_bitwise(cli, tmp_path, settings, flags):
     pts = nuscenes_points()
     pts.tofile(tmp_path / "p.bin")
     subprocess.run([cli, "voxelize", str(tmp_path / "p.bin"), "--preset", "nuscenes-centerpoint", "--device", "cpu",
-                    "--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor"), "--quiet"],
-                   check=True)
-    f, i = scn.Voxelizer("nuscenes-centerpoint", device="cpu")(torch.from_numpy(pts))
+                    "--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor"), "--quiet"]
+                   + flags, check=True)
+    f, i = scn.Voxelizer("nuscenes-centerpoint", device="cpu", **settings)(torch.from_numpy(pts))
     want_f, want_i = tensor_io.load_tensor(tmp_path / "f.tensor"), tensor_io.load_tensor(tmp_path / "i.tensor")
     assert f.numpy().tobytes() == want_f.tobytes() and i.numpy().tobytes() == want_i.tobytes()
     assert len(want_i) > 15000
