@@ -63,7 +63,7 @@ class Voxelizer(OnDevice):
             try:
                 setattr(config, key, value)
             except TypeError:
-                raise Error(f"scn.Voxelizer: {key}={value!r} has the wrong type (now {getattr(config, key)!r})") \
+                raise Error(f"scn.Voxelizer: {key}={value!r} has the wrong type (the preset's: {getattr(config, key)!r})") \
                     from None
         if overrides:  # messages name what the preset no longer is
             config.name = f"{config.name} with {', '.join(overrides)}"

@@ -255,7 +255,7 @@ class PyEngine {
   /// against what the model states.
   scn::Int3 points_grid(const scn::VoxelizerConfig& c) const {
     const scn::InputLayout in = scn::expected_input(engine_->graph());
-    const std::string order = c.order == scn::VoxelOrder::Zyx ? "zyx" : "xyz";
+    const std::string order = scn::py::voxel_order_name(c.order);
     SCN_CHECK(!in.order_stated || in.order == order, engine_->graph().source, ": the voxelizer '", c.name,
               "' writes indices in ", order, " order but the model reads ", in.order, " (set order='", in.order, "')");
     const scn::Int3 grid = in.grid != scn::Int3{0, 0, 0} ? in.grid : scn::model_grid(c);

@@ -13,7 +13,6 @@ namespace scn::py {
 namespace {
 
 const char* reduction_name(VoxelReduction r) { return r == VoxelReduction::Mean ? "mean" : "first"; }
-const char* order_name(VoxelOrder o) { return o == VoxelOrder::Zyx ? "zyx" : "xyz"; }
 
 VoxelReduction parse_reduction(const std::string& s) {
   SCN_CHECK(s == "mean" || s == "first", "voxelizer reduction = '", s, "': expected 'mean' or 'first'");
@@ -108,7 +107,7 @@ void bind_voxelizer(nb::module_& m) {
       .def_rw("point_columns", &VoxelizerConfig::point_columns)
       .def_rw("feature_columns", &VoxelizerConfig::feature_columns)
       .def_prop_rw(
-          "order", [](const VoxelizerConfig& c) { return std::string(order_name(c.order)); },
+          "order", [](const VoxelizerConfig& c) { return std::string(voxel_order_name(c.order)); },
           [](VoxelizerConfig& c, const std::string& s) { c.order = parse_order(s); })
       .def_rw("batch_index", &VoxelizerConfig::batch_index)
       .def_prop_rw(

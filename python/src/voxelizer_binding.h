@@ -15,6 +15,9 @@
 
 namespace scn::py {
 
+/// "zyx" / "xyz", the spelling of the settings and of a model's ScatterDense `format`.
+inline const char* voxel_order_name(VoxelOrder o) { return o == VoxelOrder::Zyx ? "zyx" : "xyz"; }
+
 class PyVoxelizer {
  public:
   PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index);

@@ -58,6 +58,8 @@ def test_bad_settings_and_points_name_the_problem():
         scn.Voxelizer("nope", device="cpu")
     with pytest.raises(scn.Error, match="no setting 'bogus'"):
         scn.Voxelizer(device="cpu", bogus=1)
+    with pytest.raises(scn.Error, match=r"range='far' has the wrong type \(the preset's: \[-54.0"):
+        scn.Voxelizer(device="cpu", range="far")
     with pytest.raises(scn.Error, match="reduction = 'median'"):
         scn.Voxelizer(device="cpu", reduction="median")
     with pytest.raises(scn.Error, match="voxel size y = -0.1 must be positive"):
