@@ -84,39 +84,44 @@ inline std::string shape_text(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-/// The caller's object as a DLPack array (no copy); `what` names it in the error ("input 'x' features").
-inline Array as_array(nb::handle obj, const std::string& what) {
+/// The caller's object as a DLPack array (no copy); `label` and `role` name it in the error ("input 'x'",
+/// "features": joined only when there is one).
+inline Array as_array(nb::handle obj, const std::string& label, const char* role) {
   Array a;
   if (!nb::try_cast(obj, a, /*convert=*/false)) {
     std::string type = nb::type_name(obj.type()).c_str();
-    SCN_FAIL(what, ": expected a tensor with __dlpack__ (torch, numpy >= 1.22, CuPy, JAX), got ", type);
+    SCN_FAIL(label, " ", role, ": expected a tensor with __dlpack__ (torch, numpy >= 1.22, CuPy, JAX), got ", type);
   }
   return a;
 }
 
 /// Wraps an array's memory as an scn::Tensor after checking its dtype (one of `accepted`; `convert_hint` says
-/// how to convert, e.g. ".half()"), C-contiguity and device.
-inline scn::Tensor as_tensor(const Array& a, const std::string& what, std::initializer_list<scn::DType> accepted,
-                             const char* convert_hint, const Placement& where) {
+/// how to convert, e.g. ".half()"), C-contiguity and device. `label` and `role` as for as_array.
+inline scn::Tensor as_tensor(const Array& a, const std::string& label, const char* role,
+                             std::initializer_list<scn::DType> accepted, const char* convert_hint,
+                             const Placement& where) {
   const nb::dlpack::dtype t = a.dtype();
   scn::DType dt = scn::DType::Float32;
   bool ok = false;
-  std::string names;
   for (scn::DType d : accepted) {
     const nb::dlpack::dtype want = to_dlpack(d);
-    if (!ok && t.code == want.code && t.bits == want.bits && t.lanes == 1) {
+    if (t.code == want.code && t.bits == want.bits && t.lanes == 1) {
       dt = d;
       ok = true;
+      break;
     }
-    names += (names.empty() ? "" : " or ") + std::string(dlpack_dtype_name(want));
   }
-  SCN_CHECK(ok, what, ": dtype ", dlpack_dtype_name(t), " is not accepted (", names,
-            " expected; convert it before the call, e.g. ", convert_hint, ")");
+  if (!ok) {  // the accepted dtypes' names only for the message
+    std::string names;
+    for (scn::DType d : accepted) names += (names.empty() ? "" : " or ") + std::string(dlpack_dtype_name(to_dlpack(d)));
+    SCN_FAIL(label, " ", role, ": dtype ", dlpack_dtype_name(t), " is not accepted (", names,
+             " expected; convert it before the call, e.g. ", convert_hint, ")");
+  }
   std::vector<int64_t> shape;
   for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(int64_t(a.shape(d)));
   int64_t expect = 1;  // C-contiguous: strides are the products of the later sizes
   for (size_t d = a.ndim(); d-- > 0;) {
-    SCN_CHECK(a.shape(d) == 1 || a.stride(d) == expect, what, ": the tensor is not contiguous (shape ",
+    SCN_CHECK(a.shape(d) == 1 || a.stride(d) == expect, label, " ", role, ": the tensor is not contiguous (shape ",
               shape_text(shape), ", stride ", a.stride(d), " on axis ", d, " where ", expect,
               " is expected); pass .contiguous()");
     expect *= int64_t(a.shape(d));
@@ -125,13 +130,13 @@ inline scn::Tensor as_tensor(const Array& a, const std::string& what, std::initi
   scn::Device device = scn::Device::Host;
   if (dev == nb::device::cuda::value) {
     device = scn::Device::Cuda;
-    SCN_CHECK(where.cuda, what, ": a CUDA tensor was given to ", where.consumer,
+    SCN_CHECK(where.cuda, label, " ", role, ": a CUDA tensor was given to ", where.consumer,
               "; move it to the host (.cpu()) or use device='cuda'");
-    SCN_CHECK(a.device_id() == where.device_index, what, ": the tensor is on cuda:", a.device_id(), " but ",
+    SCN_CHECK(a.device_id() == where.device_index, label, " ", role, ": the tensor is on cuda:", a.device_id(), " but ",
               where.consumer, " runs on cuda:", where.device_index);
   } else {
-    SCN_CHECK(dev == nb::device::cpu::value || dev == nb::device::cuda_host::value, what, ": DLPack device type ", dev,
-              " is not supported (host or CUDA memory expected)");
+    SCN_CHECK(dev == nb::device::cpu::value || dev == nb::device::cuda_host::value, label, " ", role,
+              ": DLPack device type ", dev, " is not supported (host or CUDA memory expected)");
   }
   return scn::Tensor::wrap(const_cast<void*>(a.data()), shape, dt, device);
 }

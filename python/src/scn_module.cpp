@@ -60,6 +60,8 @@ class PyEngine {
     cuda_ = engine_->backend() == scn::Backend::Cuda;
     device_index_ = device_index;
     kept_.resize(size_t(engine_->num_inputs()));
+    for (int k = 0; k < engine_->num_inputs(); ++k) input_labels_.push_back("input '" + engine_->input_name(k) + "'");
+    where_ = {cuda_, device_index_, "a " + backend() + " engine"};
   }
 
   std::string backend() const { return scn::backend_name(engine_->backend()); }
@@ -177,7 +179,7 @@ class PyEngine {
   /// more host time than the forward's launch).
   std::pair<uintptr_t, std::vector<int64_t>> view_key(int index) {
     std::lock_guard<std::mutex> lock(mutex_);
-    SCN_CHECK(!engine_->output_is_sparse(index), "output '", engine_->output_name(index),
+    SCN_CHECK(!engine_->output_is_sparse(index), engine_->graph().source, ": output '", engine_->output_name(index),
               "' is sparse: its view has no fixed shape");
     const scn::Tensor t = engine_->output_async(index);
     return {reinterpret_cast<uintptr_t>(t.data()), t.shape()};
@@ -240,13 +242,12 @@ class PyEngine {
   /// Features [N, C] float16 / float32 and indices [N, 4] int32 of input `index` over the caller's memory; their
   /// arrays go to `b`.
   std::pair<scn::Tensor, scn::Tensor> import_input(int index, nb::handle features, nb::handle indices, Binding* b) {
-    const std::string what = "input '" + engine_->input_name(index) + "' ";
-    const scn::py::Placement where{cuda_, device_index_, "a " + backend() + " engine"};
-    Array f = scn::py::as_array(features, what + "features");
-    Array i = scn::py::as_array(indices, what + "indices");
+    const std::string& label = input_labels_[size_t(index)];
+    Array f = scn::py::as_array(features, label, "features");
+    Array i = scn::py::as_array(indices, label, "indices");
     scn::Tensor tf =
-        scn::py::as_tensor(f, what + "features", {scn::DType::Float16, scn::DType::Float32}, ".half()", where);
-    scn::Tensor ti = scn::py::as_tensor(i, what + "indices", {scn::DType::Int32}, ".int()", where);
+        scn::py::as_tensor(f, label, "features", {scn::DType::Float16, scn::DType::Float32}, ".half()", where_);
+    scn::Tensor ti = scn::py::as_tensor(i, label, "indices", {scn::DType::Int32}, ".int()", where_);
     b->arrays = {std::move(f), std::move(i)};
     return {std::move(tf), std::move(ti)};
   }
@@ -265,6 +266,8 @@ class PyEngine {
 
   std::unique_ptr<scn::Engine> engine_;
   std::vector<Binding> kept_;
+  std::vector<std::string> input_labels_;                  ///< "input 'x'": what the import errors name
+  scn::py::Placement where_;                               ///< where this engine reads input arrays
   const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any
   std::mutex mutex_;
   bool cuda_ = false;

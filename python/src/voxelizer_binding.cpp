@@ -31,12 +31,14 @@ DType parse_feature_dtype(const std::string& s) {
 
 PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index)
     : device_index_(device_index) {
-  SCN_CHECK(max_points >= 1, "voxelizer max_points must be at least 1 (got ", max_points, ")");
-  SCN_CHECK(device_index >= 0, "voxelizer CUDA device index must be >= 0 (got ", device_index, ")");
+  SCN_CHECK(max_points >= 1, "voxelizer '", config.name, "': max_points must be at least 1 (got ", max_points, ")");
+  SCN_CHECK(device_index >= 0, "voxelizer '", config.name, "': CUDA device index must be >= 0 (got ", device_index,
+            ")");
   validate(config);
   const Backend backend = parse_backend(device);
   nb::gil_scoped_release nogil;
   vox_ = Voxelizer::create(config, backend, max_points, device_index);
+  where_ = {cuda(), device_index_, label()};
 }
 
 std::string PyVoxelizer::label() const {
@@ -44,10 +46,9 @@ std::string PyVoxelizer::label() const {
 }
 
 scn::Tensor PyVoxelizer::import_points(nb::handle points, Array* kept) const {
-  *kept = as_array(points, "voxelizer points");
+  *kept = as_array(points, "voxelizer", "points");
   // shape and count: checked by the voxelizer's run()
-  return as_tensor(*kept, "voxelizer points", {DType::Float32, DType::Float16}, ".float()",
-                   Placement{cuda(), device_index_, label()});
+  return as_tensor(*kept, "voxelizer", "points", {DType::Float32, DType::Float16}, ".float()", where_);
 }
 
 void PyVoxelizer::run(nb::handle points, uintptr_t stream) {

@@ -49,6 +49,7 @@ class PyVoxelizer {
  private:
   std::unique_ptr<scn::Voxelizer> vox_;
   int device_index_ = 0;
+  Placement where_;  ///< where run() reads points
   Array kept_points_;
   std::mutex mutex_;
 };

@@ -261,27 +261,25 @@ void CudaEngine::forward(void* stream) {
   // captured graph is replayed on it directly; a forward that captures, fits or tunes first (or runs without a graph)
   // runs on the engine's own stream, after the caller's earlier work there and before its later work (two events,
   // no host wait).
+  // the engine's stream after what the caller enqueued on `from` so far (no host wait)
+  const auto own_stream_after = [&](cudaStream_t from) {
+    SCN_CUDA_CHECK(cudaEventRecord(done_event_, from));
+    SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
+  };
   cudaStream_t caller_default = nullptr;
   if ((s == cudaStreamLegacy || s == cudaStreamPerThread) && !graph_ready()) {
     caller_default = s;
-    SCN_CUDA_CHECK(cudaEventRecord(done_event_, caller_default));
-    SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
+    own_stream_after(caller_default);
     s = own_stream_;
   }
   if (fit_pending_) {  // a device-count input: its rows exist once the caller's producer ran
-    if (s != own_stream_) {
-      SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
-      SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
-    }
+    if (s != own_stream_) own_stream_after(s);
     fit_to_first_frame();
   }
   if (autotune_ && !bucket_tuned()) {
     // The tuner runs on the engine's stream: after what the caller enqueued on `s` (a device-count
     // input's producer), and finished before the forward's own work on `s`.
-    if (s != own_stream_) {
-      SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
-      SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
-    }
+    if (s != own_stream_) own_stream_after(s);
     tune_or_load();
     SCN_CUDA_CHECK(cudaStreamSynchronize(own_stream_));
   }
