@@ -83,6 +83,7 @@ class PyEngine {
 
   /// Binds input `index` (no copy of device tensors; host tensors are copied by the engine).
   void set_input(int index, nb::handle features, nb::handle indices, const scn::Int3& grid, int batch_size) {
+    check_inputs_held();
     Binding b;
     const auto [tf, ti] = import_input(index, features, indices, &b);
     {
@@ -98,13 +99,31 @@ class PyEngine {
 
   /// Enqueues the forward on `stream` (a cudaStream_t as an integer; 0 = the engine's own stream).
   void forward(uintptr_t stream) {
+    check_inputs_held();
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
     engine_->forward(reinterpret_cast<void*>(stream));
   }
 
+  /// At interpreter exit (the package's atexit handler), before the interpreter tears objects down: waits for the
+  /// last forward and lets go of the bound inputs' owners. Released then, a torch tensor that views another
+  /// nanobind object's memory (a voxelizer's outputs="view") frees normally; held until the engine itself is torn
+  /// down, CUDA tensors of that kind were never freed and nanobind reported their owner as leaked. The engine runs
+  /// no forward afterwards (its inputs' memory is no longer kept).
+  void release_inputs() {
+    {
+      nb::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lock(mutex_);
+      engine_->synchronize();
+      bound_voxelizer_ = nullptr;
+      inputs_released_ = true;
+    }
+    for (Binding& b : kept_) b = Binding{};
+  }
+
   /// set_input(0, ...) and forward(stream) in one call (one GIL release: the hot path).
   void run(nb::handle features, nb::handle indices, const scn::Int3& grid, int batch_size, uintptr_t stream) {
+    check_inputs_held();
     check_one_input("bind each with set_input() and call forward()");
     Binding b;
     const auto [tf, ti] = import_input(0, features, indices, &b);
@@ -123,6 +142,7 @@ class PyEngine {
   /// device, no host wait); CPU: its voxels are bound as host inputs. The grid is the model's declared input grid
   /// (input_spatial_shape), else the voxelizer's model grid, checked against the voxel grid either way.
   void run_points(nb::handle voxelizer, nb::handle points, uintptr_t stream) {
+    check_inputs_held();
     check_one_input("give each input's voxels with set_input()");
     scn::py::PyVoxelizer& v = nb::cast<scn::py::PyVoxelizer&>(voxelizer);
     SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
@@ -198,6 +218,7 @@ class PyEngine {
   }
 
   std::vector<double> time_forward(int warmup, int runs) {
+    check_inputs_held();
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
     return engine_->time_forward(warmup, runs);
@@ -206,6 +227,7 @@ class PyEngine {
   /// Engine::profile_layers on the bound input: one forward step by step, (node, op, algorithm, ms, split_k)
   /// per step.
   std::vector<std::tuple<std::string, std::string, std::string, double, int>> profile_layers() {
+    check_inputs_held();
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::tuple<std::string, std::string, std::string, double, int>> steps;
@@ -233,6 +255,11 @@ class PyEngine {
     std::vector<Array> arrays;
     nb::object voxelizer;
   };
+
+  void check_inputs_held() const {
+    SCN_CHECK(!inputs_released_, engine_->graph().source,
+              ": this engine released its inputs at interpreter exit and runs no more forwards");
+  }
 
   void check_one_input(const char* otherwise) const {
     SCN_CHECK(engine_->num_inputs() == 1, engine_->graph().source, ": the model has ", engine_->num_inputs(),
@@ -271,6 +298,7 @@ class PyEngine {
   const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any
   std::mutex mutex_;
   bool cuda_ = false;
+  bool inputs_released_ = false;  ///< release_inputs() ran (interpreter exit): no more bindings or forwards
   int device_index_ = 0;
 };
 
@@ -307,5 +335,6 @@ NB_MODULE(_scn, m) {
       .def("copy", &PyEngine::copy)
       .def("time_forward", &PyEngine::time_forward)
       .def("profile_layers", &PyEngine::profile_layers)
-      .def("check_errors", &PyEngine::check_errors);
+      .def("check_errors", &PyEngine::check_errors)
+      .def("release_inputs", &PyEngine::release_inputs);
 }

@@ -225,6 +225,9 @@ class Engine {
   virtual Tensor output_async(int index) { return output(index); }
   /// Raises a pending device-side error (overflow, bad device input) after the stream is done.
   virtual void check_errors() {}
+  /// Waits until the last forward has finished on the device, without looking for device errors (CUDA; the CPU
+  /// backend's forward returns when it is done). Needed before the memory of bound device inputs may be released.
+  virtual void synchronize() {}
   /// Times `runs` forwards after `warmup` ones on the bound input and returns milliseconds per
   /// run (CUDA: CUDA events on the engine's stream, CUDA graph replay when enabled; CPU: wall clock).
   virtual std::vector<double> time_forward(int warmup, int runs);

@@ -345,6 +345,11 @@ Tensor CudaEngine::output_indices(int index) {
   return Tensor::wrap(sites_[size_t(s)].dev.coords, {n, 4}, DType::Int32, Device::Cuda);
 }
 
+void CudaEngine::synchronize() {
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
+  if (forwarded_) SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
+}
+
 void CudaEngine::check_errors() {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   if (!forwarded_) return;

@@ -159,6 +159,7 @@ class CudaEngine final : public Engine {
   Tensor output_async(int index) override;
   Tensor output_indices(int index) override;
   void check_errors() override;
+  void synchronize() override;
   std::vector<double> time_forward(int warmup, int runs) override;
   std::vector<LayerTiming> profile_layers() override;
   size_t workspace_bytes() const override;
