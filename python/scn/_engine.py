@@ -167,7 +167,9 @@ class Engine(OnDevice):
         return self._collect(outputs, out, stream)
 
     def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
-        """Runs the model on raw points through `voxelizer` (an scn.Voxelizer on the engine's device): CUDA enqueues
+        """Runs the model on raw points through `voxelizer` (an scn.Voxelizer on the engine's device); `points` is one
+        frame, or a list / tuple of frames run as one batch (batch size = their count; the voxelizer's max_batch and
+        the engine's max_batch at least that). CUDA enqueues
         the voxelizer and the forward on the call's stream with the voxel count kept on the device (no host wait;
         device errors such as too many voxels surface at check_errors()). The input grid is the model's declared
         one (input_spatial_shape), else the voxelizer's model grid; either is checked against the voxel grid, and

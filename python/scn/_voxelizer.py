@@ -4,10 +4,12 @@ on CUDA, deterministic (CUDA and CPU give the same bits).
     vox = scn.Voxelizer("nuscenes-centerpoint", device="cuda")             # a preset, fields overridable
     features, indices = vox(points)                                         # torch tensors on the voxelizer's device
     bev = engine.run_points(points, vox)[0]                                 # points -> BEV, no host wait (CUDA)
+    bev = engine.run_points([points0, points1], vox)[0]                     # a batch (max_batch=2 and up)
 
 Points: float32 / float16 [P, point_columns] (torch, numpy, anything with ``__dlpack__``), host or on the voxelizer's
-CUDA device. ``max_points`` bounds P (buffers are sized once); more voxels than ``max_voxels`` is an scn.Error, never a
-silent truncation.
+CUDA device; a list or tuple of such frames is one batched input (frame b's voxels with batch index b, after those of
+frames 0..b-1). ``max_points`` bounds P and ``max_batch`` the frames of a call (buffers are sized once); more voxels than
+``max_voxels`` (per frame) is an scn.Error, never a silent truncation.
 """
 
 from __future__ import annotations
@@ -50,11 +52,12 @@ class Voxelizer(OnDevice):
         ("mean" / "first"), point_columns, feature_columns, order ("zyx" / "xyz"), batch_index, feature_dtype
         ("float16" / "float32"), model_z_plus_one.
     device: "auto", "cpu", "cuda" or "cuda:N" (as scn.Engine).
-    max_points: the most points a call accepts.
+    max_points: the most points a call accepts (per frame).
+    max_batch: the most frames a call accepts (a list of frames; CUDA sizes its batch buffers for max_batch frames).
     """
 
     def __init__(self, preset: str = "nuscenes-centerpoint", *, device: Any = "auto", max_points: int = 400_000,
-                 **overrides: Any):
+                 max_batch: int = 1, **overrides: Any):
         config = _scn.voxelizer_preset(str(preset))
         unknown = sorted(k for k in overrides if k not in _FIELDS)
         if unknown:
@@ -68,7 +71,7 @@ class Voxelizer(OnDevice):
         if overrides:  # messages name what the preset no longer is
             config.name = f"{config.name} with {', '.join(overrides)}"
         kind, index = _parse_device(device)
-        self._impl = _scn._Voxelizer(config, kind, int(max_points), index)
+        self._impl = _scn._Voxelizer(config, kind, int(max_points), index, int(max_batch))
         self._device_index = index
         self._cuda = self._impl.backend == "cuda"
 
@@ -91,15 +94,20 @@ class Voxelizer(OnDevice):
     def max_points(self) -> int:
         return self._impl.max_points
 
+    @property
+    def max_batch(self) -> int:
+        return self._impl.max_batch
+
     def __repr__(self) -> str:
         c = self._impl.config
         return (f"scn.Voxelizer({c.name!r}, device={self.device!r}, range={tuple(c.range)}, "
                 f"voxel_size={tuple(c.voxel_size)}, grid={self.grid}, max_voxels={c.max_voxels})")
 
     def __call__(self, points, *, stream: Any = None, outputs: str = "copy"):
-        """Voxelizes points; returns (features [N, F], indices [N, 4] int32: batch, i0, i1, i2) on the voxelizer's
-        device. Reading N waits for the voxelizer (CUDA); for a wait-free path into a network use
-        ``Engine.run_points``. outputs="view": the voxelizer's own buffers (overwritten by its next call)."""
+        """Voxelizes points (one frame, or a list / tuple of frames: one batched input whose frame b has batch index
+        b); returns (features [N, F], indices [N, 4] int32: batch, i0, i1, i2) on the voxelizer's device. Reading N
+        waits for the voxelizer (CUDA); for a wait-free path into a network use ``Engine.run_points``.
+        outputs="view": the voxelizer's own buffers (overwritten by its next call)."""
         if outputs not in ("copy", "view"):
             raise Error(f"outputs={outputs!r}: expected 'copy' or 'view'")
         torch = _torch()

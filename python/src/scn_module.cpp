@@ -12,6 +12,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -137,7 +138,8 @@ class PyEngine {
     kept_[0] = std::move(b);
   }
 
-  /// Points through `voxelizer` into the model's input, then the forward, all on `stream`. CUDA: the voxelizer's
+  /// Points through `voxelizer` into the model's input, then the forward, all on `stream`. `points`: one frame, or a
+  /// list / tuple of frames as a batch (Voxelizer::run_batch; batch size = their count). CUDA: the voxelizer's
   /// buffers are bound once as a device-count input (Engine::set_input_device_count: the voxel count stays on the
   /// device, no host wait); CPU: its voxels are bound as host inputs. The grid is the model's declared input grid
   /// (input_spatial_shape), else the voxelizer's model grid, checked against the voxel grid either way.
@@ -148,10 +150,19 @@ class PyEngine {
     SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
               ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
               " but ", v.label(), " elsewhere; create both with the same device");
-    SCN_CHECK(v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ", v.config().batch_index,
-              ": run_points binds one frame (batch size 1), whose batch index is 0");
-    scn::py::Array kept_points;
-    const scn::Tensor pts = v.import_points(points, &kept_points);
+    const bool batch = scn::py::is_frame_list(points);
+    SCN_CHECK(batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
+              v.config().batch_index,
+              ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
+    std::vector<scn::py::Array> kept_points;
+    std::vector<scn::Tensor> frames;
+    if (batch) {
+      frames = v.import_frames(points, &kept_points);
+    } else {
+      kept_points.emplace_back();
+      frames.push_back(v.import_points(points, &kept_points.back()));
+    }
+    const int frames_bound = batch ? int(frames.size()) : 0;  // 0: run(), whose outputs are other buffers
     {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
@@ -160,15 +171,21 @@ class PyEngine {
       // (non-blocking) stream to the engine, which would not wait for the voxels: both go to cudaStreamLegacy (0x1;
       // this file has no CUDA headers), which the engine joins by events.
       const uintptr_t s = cuda_ && stream == 0 ? uintptr_t(1) : stream;
-      vox.run(pts, reinterpret_cast<void*>(s));
+      if (batch)
+        vox.run_batch(frames, reinterpret_cast<void*>(s));
+      else
+        vox.run(frames[0], reinterpret_cast<void*>(s));
+      const int batch_size = std::max(1, frames_bound);
       if (!cuda_) {
         bound_voxelizer_ = nullptr;
-        engine_->set_input(0, vox.features(), vox.indices(), points_grid(v.config()), 1);
-      } else if (bound_voxelizer_ != &v) {  // a voxelizer's config is fixed at its creation: checked once per binding
+        engine_->set_input(0, vox.features(), vox.indices(), points_grid(v.config()), batch_size);
+      } else if (bound_voxelizer_ != &v || bound_frames_ != frames_bound) {
+        // a voxelizer's config is fixed at its creation: checked once per binding
         bound_voxelizer_ = nullptr;
         engine_->set_input_device_count(0, vox.features_buffer(), vox.indices_buffer(), vox.device_count(),
-                                        points_grid(v.config()), 1);
+                                        points_grid(v.config()), batch_size);
         bound_voxelizer_ = &v;
+        bound_frames_ = frames_bound;
       }
       engine_->forward(reinterpret_cast<void*>(s));
     }
@@ -296,6 +313,7 @@ class PyEngine {
   std::vector<std::string> input_labels_;                  ///< "input 'x'": what the import errors name
   scn::py::Placement where_;                               ///< where this engine reads input arrays
   const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any
+  int bound_frames_ = 0;  ///< and for how many frames of its run_batch (0: its run(), the single-frame buffers)
   std::mutex mutex_;
   bool cuda_ = false;
   bool inputs_released_ = false;  ///< release_inputs() ran (interpreter exit): no more bindings or forwards

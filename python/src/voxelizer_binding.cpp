@@ -29,7 +29,8 @@ DType parse_feature_dtype(const std::string& s) {
 
 }  // namespace
 
-PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index)
+PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index,
+                         int max_batch)
     : device_index_(device_index) {
   SCN_CHECK(max_points >= 1, "voxelizer '", config.name, "': max_points must be at least 1 (got ", max_points, ")");
   SCN_CHECK(device_index >= 0, "voxelizer '", config.name, "': CUDA device index must be >= 0 (got ", device_index,
@@ -37,7 +38,7 @@ PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& devic
   validate(config);
   const Backend backend = parse_backend(device);
   nb::gil_scoped_release nogil;
-  vox_ = Voxelizer::create(config, backend, max_points, device_index);
+  vox_ = Voxelizer::create(config, backend, max_points, device_index, max_batch);
   where_ = {cuda(), device_index_, label()};
 }
 
@@ -51,10 +52,27 @@ scn::Tensor PyVoxelizer::import_points(nb::handle points, Array* kept) const {
   return as_tensor(*kept, "voxelizer", "points", {DType::Float32, DType::Float16}, ".float()", where_);
 }
 
+std::vector<scn::Tensor> PyVoxelizer::import_frames(nb::handle frames, std::vector<Array>* kept) const {
+  std::vector<scn::Tensor> t;
+  for (nb::handle f : nb::borrow<nb::sequence>(frames)) {
+    kept->emplace_back();
+    t.push_back(import_points(f, &kept->back()));
+  }
+  return t;
+}
+
+bool is_frame_list(nb::handle points) { return nb::isinstance<nb::list>(points) || nb::isinstance<nb::tuple>(points); }
+
 void PyVoxelizer::run(nb::handle points, uintptr_t stream) {
-  Array kept;
-  const scn::Tensor t = import_points(points, &kept);
-  {
+  std::vector<Array> kept;
+  if (is_frame_list(points)) {
+    const std::vector<scn::Tensor> frames = import_frames(points, &kept);
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    vox_->run_batch(frames, reinterpret_cast<void*>(stream));
+  } else {
+    kept.emplace_back();
+    const scn::Tensor t = import_points(points, &kept.back());
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
     vox_->run(t, reinterpret_cast<void*>(stream));
@@ -125,11 +143,12 @@ void bind_voxelizer(nb::module_& m) {
   m.def("voxelizer_preset_names", &voxelizer_preset_names);
 
   nb::class_<PyVoxelizer>(m, "_Voxelizer")
-      .def(nb::init<const VoxelizerConfig&, const std::string&, int64_t, int>(), nb::arg("config"), nb::arg("device"),
-           nb::arg("max_points"), nb::arg("device_index"))
+      .def(nb::init<const VoxelizerConfig&, const std::string&, int64_t, int, int>(), nb::arg("config"),
+           nb::arg("device"), nb::arg("max_points"), nb::arg("device_index"), nb::arg("max_batch"))
       .def_prop_ro("backend", [](const PyVoxelizer& v) { return std::string(v.cuda() ? "cuda" : "cpu"); })
       .def_prop_ro("config", [](const PyVoxelizer& v) { return v.config(); })
       .def_prop_ro("max_points", [](PyVoxelizer& v) { return v.get().max_points(); })
+      .def_prop_ro("max_batch", [](PyVoxelizer& v) { return v.get().max_batch(); })
       .def("run", &PyVoxelizer::run)
       .def("output", [](nb::handle self, int part,
                         int framework) { return nb::cast<PyVoxelizer&>(self).output(self, part, framework); })

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "arrays.h"
 #include "scn/voxelize.h"
@@ -20,7 +21,8 @@ inline const char* voxel_order_name(VoxelOrder o) { return o == VoxelOrder::Zyx 
 
 class PyVoxelizer {
  public:
-  PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index);
+  PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index,
+              int max_batch);
 
   bool cuda() const { return vox_->backend() == scn::Backend::Cuda; }
   int device_index() const { return device_index_; }
@@ -33,10 +35,13 @@ class PyVoxelizer {
   /// The points [P, point_columns] float32 / float16 (host, or the voxelizer's CUDA device) as a tensor over the
   /// caller's memory; `kept` receives the array, which the caller keeps alive until the voxelizer's next run.
   scn::Tensor import_points(nb::handle points, Array* kept) const;
+  /// A list or tuple of frames (run_batch) as tensors over the caller's memory, their arrays into `kept`.
+  std::vector<scn::Tensor> import_frames(nb::handle frames, std::vector<Array>* kept) const;
   /// Keeps the points of the run just enqueued alive (CUDA reads them in stream order).
-  void keep_points(Array points) { kept_points_ = std::move(points); }
+  void keep_points(std::vector<Array> points) { kept_points_ = std::move(points); }
 
-  /// Voxelizes `points` (CUDA: enqueued on `stream`, no host wait; CPU: at once).
+  /// Voxelizes `points`: one frame, or a list / tuple of frames as one batched input (frame b: batch index b)
+  /// (CUDA: enqueued on `stream`, no host wait; CPU: at once).
   void run(nb::handle points, uintptr_t stream);
   /// Part 0: features [count, F], 1: indices [count, 4] of the last run (synchronises; a view of the voxelizer's
   /// buffers, valid until its next run) as an array of `framework` (0 capsule, 1 numpy, 2 torch).
@@ -50,9 +55,12 @@ class PyVoxelizer {
   std::unique_ptr<scn::Voxelizer> vox_;
   int device_index_ = 0;
   Placement where_;  ///< where run() reads points
-  Array kept_points_;
+  std::vector<Array> kept_points_;
   std::mutex mutex_;
 };
+
+/// A list or tuple: several frames (run_batch); anything else is one frame's points.
+bool is_frame_list(nb::handle points);
 
 /// Registers VoxelizerConfig, the presets and _Voxelizer on the module.
 void bind_voxelizer(nb::module_& m);

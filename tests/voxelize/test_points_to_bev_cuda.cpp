@@ -5,7 +5,9 @@
 // count above the engine's capacity reported by check_errors(). Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "engine/centerpoint_graph.h"
 #include "scn/engine.h"
@@ -74,6 +76,57 @@ TEST(PointsToBevCuda, OneGraphEqualsTwoSteps) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
 }
+// Frames voxelized as one batch (Voxelizer::run_batch) into an engine of max_batch 2 bound by device count: the BEV
+// maps equal those of the same engine build bound from the host with the CPU voxelizer's batch.
+TEST(PointsToBevCuda, BatchOfFramesEqualsTheHostBoundBatch) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const std::vector<Tensor> frames{voxtest::make_cloud(c, 60000, 51).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 30000, 52).to(Device::Cuda)};
+  const Int3 grid = model_grid(c);
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.max_input_voxels = c.max_voxels;
+  o.max_batch = 2;
+  const EngineBuilder b = test::centerpoint_builder(grid, 5);
+
+  auto cpu_vox = Voxelizer::create(c, Backend::Cpu, 300000, 0, 2);
+  cpu_vox->run_batch({frames[0].to(Device::Host), frames[1].to(Device::Host)});
+  auto eng_host = b.build(o);
+  eng_host->set_input(0, cpu_vox->features(), cpu_vox->indices(), grid, 2);
+  eng_host->forward(nullptr);
+  const Tensor want = eng_host->output(0).to(Device::Host);
+  ASSERT_EQ(want.dim(0), 2);
+
+  auto vox = Voxelizer::create(c, Backend::Cuda, 300000, 0, 2);
+  auto eng = b.build(o);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  for (int round = 0; round < 2; ++round) {
+    vox->run_batch(frames, s);
+    if (round == 0)
+      eng->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid, 2);
+    eng->forward(s);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    vox->check_errors();
+    eng->check_errors();
+    EXPECT_EQ(vox->count(), cpu_vox->count());
+    EXPECT_TRUE(host_bytes(eng->output(0)) == host_bytes(want)) << "round " << round;
+  }
+  // the two frames' maps differ and are not empty
+  const std::vector<float> v = voxtest::floats(want);
+  const size_t half = v.size() / 2;
+  double a = 0, d = 0;
+  for (size_t k = 0; k < half; ++k) {
+    a += std::abs(v[k]);
+    d += std::abs(v[k] - v[k + half]);
+  }
+  EXPECT_GT(a, 0.0);
+  EXPECT_GT(d, 0.0);
+  cudaStreamDestroy(s);
+}
+
 TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");

@@ -282,4 +282,46 @@ TEST(VoxelizerCpuBackend, RunCountStatsAndCapacity) {
   EXPECT_THROW(v->run(make_cloud(c, 3001, 7)), Error);
 }
 
+TEST(VoxelizerCpuBackend, RunBatchPutsTheFramesOneAfterAnotherWithTheirBatchIndex) {
+  VoxelizerConfig c = small_config();
+  c.batch_index = 5;  // a single frame's; run_batch numbers its frames 0, 1, ...
+  auto v = Voxelizer::create(c, Backend::Cpu, 3000, 0, 3);
+  EXPECT_EQ(v->max_batch(), 3);
+  const std::vector<Tensor> frames{make_cloud(c, 3000, 11), Tensor::empty({0, 4}, DType::Float32),
+                                   make_cloud(c, 1200, 13)};
+  v->run_batch(frames);
+  EXPECT_GT(voxtest::expect_batch_equals_frames(*v, frames), 100);
+  v->run_batch({frames[2]});  // a batch of one: batch index 0
+  EXPECT_EQ(voxtest::expect_batch_equals_frames(*v, {frames[2]}), voxelize(frames[2], c).stats.voxels);
+  v->run(frames[0]);  // single frames keep the config's batch index
+  EXPECT_EQ(static_cast<const int32_t*>(v->indices().data())[0], 5);
+  EXPECT_EQ(v->count(), voxelize(frames[0], c).stats.voxels);
+}
+
+TEST(VoxelizerCpuBackend, RunBatchErrorsNameTheFrameAndTheLimit) {
+  VoxelizerConfig c = small_config();
+  const Tensor small = make_cloud(c, 200, 21), large = make_cloud(c, 3000, 22);
+  const int64_t n_small = voxelize(small, c).stats.voxels, n_large = voxelize(large, c).stats.voxels;
+  ASSERT_GT(n_large, n_small + 1);
+  c.max_voxels = n_small + 1;  // frame 0 fits, frame 1 does not
+  auto v = Voxelizer::create(c, Backend::Cpu, 3000, 0, 2);
+  const auto message = [&](const std::vector<Tensor>& frames) {
+    try {
+      v->run_batch(frames);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({small, large}).find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
+                                         " voxels exceed max_voxels = " + std::to_string(n_small + 1)),
+            std::string::npos)
+      << message({small, large});
+  EXPECT_NE(message({}).find("run_batch got 0 frames; it takes 1 to max_batch = 2"), std::string::npos);
+  EXPECT_NE(message({small, small, small}).find("run_batch got 3 frames"), std::string::npos);
+  EXPECT_NE(message({small, make_cloud(c, 3001, 23)}).find("3001 points exceed max_points = 3000"), std::string::npos);
+  EXPECT_THROW(v->count(), Error);  // no successful run: nothing to read
+  EXPECT_THROW(Voxelizer::create(c, Backend::Cpu, 3000, 0, 0), Error);
+}
+
 }  // namespace

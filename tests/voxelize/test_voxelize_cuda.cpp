@@ -173,6 +173,54 @@ TEST(VoxelizeCuda, OverflowIsReportedNotTruncated) {
   expect_equal_to_cpu(*gpu, small, c);
 }
 
+TEST(VoxelizeCuda, RunBatchBitwiseEqualToTheFramesOnTheCpu) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  c.max_voxels = 200000;
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 300000, 0, 4);
+  const std::vector<Tensor> frames{voxtest::make_cloud(c, 270000, 31), Tensor::empty({0, 5}, DType::Float32),
+                                   voxtest::make_cloud(c, 1000, 33).to(Device::Cuda), voxtest::make_cloud(c, 90000, 34)};
+  gpu->run_batch(frames);
+  EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 100000);
+  EXPECT_EQ(gpu->features_buffer().dim(0), 4 * c.max_voxels);
+  // a shorter batch after a longer one: nothing of the longer one remains
+  const std::vector<Tensor> two{frames[3], frames[2]};
+  gpu->run_batch(two);
+  EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, two),
+            voxelize(frames[3], c).stats.voxels + voxelize(frames[2].to(Device::Host), c).stats.voxels);
+  // a single frame afterwards: its own buffers and the config's batch index again
+  gpu->run(frames[0]);
+  expect_equal_to_cpu(*gpu, frames[0], c);
+  EXPECT_EQ(gpu->features_buffer().dim(0), c.max_voxels);
+  gpu->run_batch(two);
+  EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, two), gpu->count());
+}
+
+TEST(VoxelizeCuda, RunBatchOverflowNamesTheFrame) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxtest::small_config();
+  const Tensor small = voxtest::make_cloud(c, 200, 41), large = voxtest::make_cloud(c, 20000, 42);
+  const int64_t n_small = voxelize(small, c).stats.voxels, n_large = voxelize(large, c).stats.voxels;
+  ASSERT_GT(n_large, n_small + 1);
+  c.max_voxels = n_small + 1;
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 20000, 0, 3);
+  gpu->run_batch({small, large, small});
+  try {
+    gpu->check_errors();
+    FAIL() << "no overflow error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
+                                         " voxels exceed max_voxels = " + std::to_string(n_small + 1) + " (20000 points)"),
+              std::string::npos)
+        << e.what();
+  }
+  gpu->run_batch({small, small});  // the flag is per batch
+  EXPECT_NO_THROW(gpu->check_errors());
+  EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, {small, small}), 2 * n_small);
+  EXPECT_THROW(gpu->run_batch({small, small, small, small}), Error);
+  EXPECT_THROW(gpu->run_batch({}), Error);
+}
+
 #ifdef SCN_TEST_CUDA_RUNTIME
 TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
   SCN_REQUIRE_CUDA();

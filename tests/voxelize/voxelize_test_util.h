@@ -3,11 +3,14 @@
 // engine/src/voxelize).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
@@ -112,6 +115,45 @@ inline std::vector<float> floats(const Tensor& t) {
   else if (!v.empty())
     std::memcpy(v.data(), t.data(), v.size() * 4);
   return v;
+}
+
+/// The last run_batch(frames) of `v` against the oracle frame by frame: voxelize(frame b) with batch index b, the
+/// frames' rows one after another (bytes of features and indices), statistics summed. Returns the batch's rows.
+inline int64_t expect_batch_equals_frames(Voxelizer& v, const std::vector<Tensor>& frames) {
+  const Tensor f = v.features().to(Device::Host), i = v.indices().to(Device::Host);
+  int64_t n = 0, points = 0, out = 0, non_finite = 0, full = 0;
+  size_t fo = 0, io = 0;
+  for (size_t b = 0; b < frames.size(); ++b) {
+    SCOPED_TRACE("frame " + std::to_string(b));
+    VoxelizerConfig c = v.config();
+    c.batch_index = int32_t(b);
+    const VoxelizeResult ref = voxelize(frames[b], c);
+    EXPECT_LE(fo + ref.features.bytes(), f.bytes());
+    EXPECT_LE(io + ref.indices.bytes(), i.bytes());
+    if (fo + ref.features.bytes() > f.bytes() || io + ref.indices.bytes() > i.bytes()) return -1;
+    EXPECT_EQ(std::memcmp(static_cast<const char*>(f.data()) + fo, ref.features.data(), ref.features.bytes()), 0);
+    EXPECT_EQ(std::memcmp(static_cast<const char*>(i.data()) + io, ref.indices.data(), ref.indices.bytes()), 0);
+    int64_t other_batch = 0;  // the batch column, stated on its own
+    for (int64_t r = 0; r < ref.stats.voxels; ++r)
+      other_batch += static_cast<const int32_t*>(i.data())[(io / 4) + size_t(r) * 4] != int32_t(b);
+    EXPECT_EQ(other_batch, 0);
+    fo += ref.features.bytes();
+    io += ref.indices.bytes();
+    n += ref.stats.voxels;
+    points += ref.stats.points;
+    out += ref.stats.dropped_out_of_range;
+    non_finite += ref.stats.dropped_non_finite;
+    full += ref.stats.dropped_full;
+  }
+  EXPECT_EQ(v.count(), n);
+  EXPECT_EQ(f.dim(0), n);
+  const VoxelizeStats s = v.stats();
+  EXPECT_EQ(s.points, points);
+  EXPECT_EQ(s.voxels, n);
+  EXPECT_EQ(s.dropped_out_of_range, out);
+  EXPECT_EQ(s.dropped_non_finite, non_finite);
+  EXPECT_EQ(s.dropped_full, full);
+  return n;
 }
 
 /// A small config: grid 4 x 16 x 16 (zyx), 3 points per voxel, 4 columns.

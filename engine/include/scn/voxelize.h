@@ -7,6 +7,7 @@
 //   auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, 300000);  // CUDA: enqueue only
 //   vox->run(device_points, stream);                                       // no host sync
 //   const int32_t* n = vox->device_count();                                // N stays on the device
+//   vox->run_batch({frame0, frame1}, stream);  // one batched input: batch index b for frame b (max_batch >= 2)
 //
 // The rules (docs/voxelize.md):
 //  - cell of a point: floor((p - min) / size) per axis, in float32 (IEEE subtract, IEEE divide,
@@ -101,17 +102,26 @@ class Voxelizer {
   Voxelizer(const Voxelizer&) = delete;
   Voxelizer& operator=(const Voxelizer&) = delete;
 
-  /// Backend::Auto picks CUDA when available. max_points: the largest point count run() accepts.
+  /// Backend::Auto picks CUDA when available. max_points: the largest point count run() accepts (per frame);
+  /// max_batch: the most frames run_batch() accepts (CUDA sizes its batch buffers for max_batch x max_voxels rows).
   static std::unique_ptr<Voxelizer> create(const VoxelizerConfig& config, Backend backend, int64_t max_points,
-                                           int device = 0);
+                                           int device = 0, int max_batch = 1);
 
   virtual Backend backend() const = 0;
   const VoxelizerConfig& config() const { return config_; }
   int64_t max_points() const { return max_points_; }
+  int max_batch() const { return max_batch_; }
 
   /// Voxelizes points [P, point_columns] (float32 / float16; CUDA: host or device tensor, host
   /// points are copied on the stream). P > max_points is an scn::Error here.
   virtual void run(const Tensor& points, void* stream = nullptr) = 0;
+  /// Voxelizes several frames (each [P_b, point_columns], as run() takes it) into one batched input: frame b's voxels
+  /// follow those of frames 0..b-1, each frame's in run()'s order, with batch index b in column 0
+  /// (config().batch_index is not used). 1 <= frames.size() <= max_batch(); max_points and max_voxels hold per frame.
+  /// Until the next run: count() and device_count() give the batch's voxels, features() / indices() its rows, the
+  /// buffers [max_batch x max_voxels, ...] (CUDA), stats() the sums over the frames, check_errors() any frame's
+  /// overflow. CUDA: enqueued on `stream` like run(), the frames one after another.
+  virtual void run_batch(const std::vector<Tensor>& frames, void* stream = nullptr) = 0;
   /// Voxel count; synchronises (CUDA) and raises a pending overflow error first.
   virtual int64_t count() = 0;
   /// CUDA: the int32 voxel count in device memory (min(found, max_voxels)), written by run().
@@ -133,9 +143,11 @@ class Voxelizer {
   virtual std::vector<double> time_run(const Tensor& points, int warmup, int runs) = 0;
 
  protected:
-  Voxelizer(VoxelizerConfig config, int64_t max_points) : config_(std::move(config)), max_points_(max_points) {}
+  Voxelizer(VoxelizerConfig config, int64_t max_points, int max_batch)
+      : config_(std::move(config)), max_points_(max_points), max_batch_(max_batch) {}
   VoxelizerConfig config_;
   int64_t max_points_;
+  int max_batch_;
 };
 
 }  // namespace scn

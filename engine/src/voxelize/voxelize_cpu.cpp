@@ -23,6 +23,18 @@ void check_points(const Tensor& points, const VoxelizerConfig& c, const char* wh
             " points are ", dtype_name(points.dtype()), "; float32 or float16 expected");
 }
 
+void check_batch(const VoxelizerConfig& c, size_t frames, int max_batch) {
+  SCN_CHECK(frames >= 1 && frames <= size_t(max_batch), "voxelizer '", c.name, "': run_batch got ", frames,
+            " frames; it takes 1 to max_batch = ", max_batch, " (the voxelizer's max_batch at creation)");
+}
+
+VoxelizerConfig frame_config(const VoxelizerConfig& c, int b) {
+  VoxelizerConfig f = c;
+  f.batch_index = b;
+  f.name = detail::concat(c.name, " (frame ", b, " of the batch)");
+  return f;
+}
+
 std::string overflow_message(const VoxelizerConfig& c, int64_t voxels, int64_t points) {
   return detail::concat("voxelizer '", c.name, "': ", voxels, " voxels exceed max_voxels = ", c.max_voxels, " (",
                         points,

@@ -20,8 +20,10 @@
 //      with round-to-nearest adds and one divide, as the CPU does. The same kernel then clears the
 //      bitmap words the second-level bitmap lists, so the next run starts from a clean bitmap
 //      without a memset of the whole grid.
+// run_batch() runs those kernels frame after frame, each frame's voxels then appended to the batch buffers behind the
+// previous frames' (append_frame_kernel: offsets and the batch's count stay on the device).
 // Design and measurements: docs/voxelize.md, docs/benchmarks.md.
-// run() enqueues only: no allocation (workspace sized at construction), no host synchronisation.
+// run() and run_batch() enqueue only: no allocation (workspace sized at construction), no host synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -69,6 +71,14 @@ struct DeviceCounters {
   int32_t big_count;     ///< voxels listed for the big-voxel kernel
   int32_t spill_total;   ///< spill positions handed out
   uint32_t rank_blocks;  ///< rank blocks finished (the last one scans the block totals)
+};
+
+/// What run_batch() keeps on the device beside the frames' first rows (reset by one memset per batch).
+struct BatchState {
+  DeviceStats stats;       ///< the frames' statistics summed; overflow: any frame's
+  int32_t total;           ///< the batch's rows so far (the engine's device count)
+  int32_t overflow_frame;  ///< the first frame that overflowed, plus one (0: none)
+  int32_t overflow_found;  ///< that frame's voxels_found
 };
 
 __device__ __forceinline__ float load(const float* p) { return *p; }
@@ -430,12 +440,44 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Appends frame b's voxels (the frame buffers after its run) to the batch buffers at offsets[b], with batch index b;
+/// writes offsets[b + 1] and the batch's count, and adds the frame's statistics to the batch's. Rows are copied in
+/// 16-bit units (features are float16 or float32).
+__global__ void __launch_bounds__(kThreads)
+    append_frame_kernel(const uint16_t* __restrict__ feat, const int4* __restrict__ idx, const DeviceCounters* ctr,
+                        const DeviceStats* st, int row_units, int32_t b, uint16_t* __restrict__ batch_feat,
+                        int4* __restrict__ batch_idx, int32_t* __restrict__ offsets, BatchState* bs) {
+  const int32_t n = ctr->count;
+  const int32_t base = offsets[b];
+  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the only writer of offsets[b + 1] and of the batch's state
+    offsets[b + 1] = base + n;
+    bs->total = base + n;
+    bs->stats.out_of_range += st->out_of_range;
+    bs->stats.non_finite += st->non_finite;
+    bs->stats.full += st->full;
+    bs->stats.voxels_found += st->voxels_found;
+    if (st->overflow && !bs->overflow_frame) {
+      bs->stats.overflow = 1;
+      bs->overflow_frame = b + 1;
+      bs->overflow_found = st->voxels_found;
+    }
+  }
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads) {
+    int4 r = idx[i];
+    r.x = b;
+    batch_idx[base + i] = r;
+    const uint16_t* src = feat + i * row_units;
+    uint16_t* dst = batch_feat + (base + i) * row_units;
+    for (int k = 0; k < row_units; ++k) dst[k] = src[k];
+  }
+}
+
 using DeviceBuffer = cuda::DevMem;  // owned device memory (backends/cuda/cuda_mem.h)
 
 class CudaVoxelizer final : public Voxelizer {
  public:
-  CudaVoxelizer(const VoxelizerConfig& c, int64_t max_points, int device)
-      : Voxelizer(c, max_points), device_(device), g_(make_geometry(c)) {
+  CudaVoxelizer(const VoxelizerConfig& c, int64_t max_points, int device, int max_batch)
+      : Voxelizer(c, max_points, max_batch), device_(device), g_(make_geometry(c)) {
     SCN_CHECK(c.max_points_per_voxel <= kMaxKept, "voxelizer '", c.name,
               "': max_points_per_voxel = ", c.max_points_per_voxel, " exceeds the CUDA voxelizer's limit of ", kMaxKept,
               " (the CPU voxelizer has none)");
@@ -465,6 +507,11 @@ class CudaVoxelizer final : public Voxelizer {
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
     features_.alloc(size_t(c.max_voxels) * size_t(F_) * dtype_size(c.feature_dtype));
     indices_.alloc(size_t(c.max_voxels) * 16);
+    const size_t batch_rows = size_t(max_batch) * size_t(c.max_voxels);
+    batch_features_.alloc(batch_rows * size_t(F_) * dtype_size(c.feature_dtype));
+    batch_indices_.alloc(batch_rows * 16);
+    batch_state_.alloc(sizeof(BatchState));
+    batch_offsets_.alloc(size_t(max_batch + 1) * 4);
     // The bitmaps start clear once; every run clears what it set (big_voxels_kernel).
     SCN_CUDA_CHECK(cudaMemset(bits_.get(), 0, bits_.bytes()));
     SCN_CUDA_CHECK(cudaMemset(coarse_.get(), 0, coarse_.bytes()));
@@ -474,12 +521,115 @@ class CudaVoxelizer final : public Voxelizer {
   Backend backend() const override { return Backend::Cuda; }
 
   void run(const Tensor& points, void* stream) override {
-    check_points(points, config_, "CUDA");
-    const int64_t P = points.dim(0);
-    SCN_CHECK(P <= max_points_, "voxelizer '", config_.name, "': ", P, " points exceed max_points = ", max_points_,
-              " the CUDA voxelizer was created for (its workspace is sized once)");
+    check_frame(points);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
+    batched_ = false;
+    enqueue(points, static_cast<cudaStream_t>(stream));
+  }
+
+  void run_batch(const std::vector<Tensor>& frames, void* stream) override {
+    check_batch(config_, frames.size(), max_batch_);
+    for (const Tensor& f : frames) check_frame(f);  // before anything is enqueued
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
+    batched_ = false;
+    SCN_CUDA_CHECK(cudaMemsetAsync(batch_state_.get(), 0, batch_state_.bytes(), s));
+    SCN_CUDA_CHECK(cudaMemsetAsync(batch_offsets_.get(), 0, batch_offsets_.bytes(), s));
+    const int row_units = int(size_t(F_) * dtype_size(config_.feature_dtype) / 2);
+    const int blocks = int(std::max<int64_t>(
+        1, std::min<int64_t>((config_.max_voxels + kThreads - 1) / kThreads, int64_t(sm_count_) * 8)));
+    frame_points_.clear();
+    int64_t points = 0;
+    for (size_t b = 0; b < frames.size(); ++b) {
+      enqueue(frames[b], s);
+      append_frame_kernel<<<blocks, kThreads, 0, s>>>(features_.get<uint16_t>(), indices_.get<int4>(), counters(),
+                                                      stats_ptr(), row_units, int32_t(b),
+                                                      batch_features_.get<uint16_t>(), batch_indices_.get<int4>(),
+                                                      batch_offsets_.get<int32_t>(), batch_state());
+      SCN_CUDA_LAUNCHED();
+      frame_points_.push_back(frames[b].dim(0));
+      points += frames[b].dim(0);
+    }
+    points_ = points;
+    batched_ = true;
+  }
+
+  int64_t count() override {
+    sync();
+    check_errors();
+    int32_t n = 0;
+    SCN_CUDA_CHECK(cudaMemcpy(&n, device_count(), 4, cudaMemcpyDeviceToHost));
+    return n;
+  }
+  const int32_t* device_count() const override { return batched_ ? &batch_state()->total : count_ptr(); }
+  Tensor features() override {
+    const int64_t n = count();
+    return Tensor::wrap(out_features(), {n, F_}, config_.feature_dtype, Device::Cuda);
+  }
+  Tensor indices() override {
+    const int64_t n = count();
+    return Tensor::wrap(out_indices(), {n, 4}, DType::Int32, Device::Cuda);
+  }
+  Tensor features_buffer() override {
+    return Tensor::wrap(out_features(), {buffer_rows(), F_}, config_.feature_dtype, Device::Cuda);
+  }
+  Tensor indices_buffer() override {
+    return Tensor::wrap(out_indices(), {buffer_rows(), 4}, DType::Int32, Device::Cuda);
+  }
+  VoxelizeStats stats() override {
+    const BatchState d = read_state();
+    VoxelizeStats s;
+    s.points = points_;
+    s.voxels = d.stats.voxels_found;
+    s.dropped_out_of_range = int64_t(d.stats.out_of_range);
+    s.dropped_non_finite = int64_t(d.stats.non_finite);
+    s.dropped_full = int64_t(d.stats.full);
+    return s;
+  }
+  void check_errors() override {
+    const BatchState d = read_state();
+    if (!d.stats.overflow) return;
+    if (!batched_) SCN_FAIL(overflow_message(config_, d.stats.voxels_found, points_));
+    const int b = d.overflow_frame - 1;
+    SCN_FAIL(overflow_message(frame_config(config_, b), d.overflow_found, frame_points_[size_t(b)]));
+  }
+  std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
+    const Tensor dev = points.to(Device::Cuda);  // time the voxelizer, not the upload
+    cudaStream_t s = nullptr;
+    SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaEvent_t a = nullptr, b = nullptr;
+    SCN_CUDA_CHECK(cudaEventCreate(&a));
+    SCN_CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + runs; ++i) {
+      SCN_CUDA_CHECK(cudaEventRecord(a, s));
+      run(dev, s);
+      SCN_CUDA_CHECK(cudaEventRecord(b, s));
+      SCN_CUDA_CHECK(cudaEventSynchronize(b));
+      float t = 0.f;
+      SCN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+      if (i >= warmup) ms.push_back(double(t));
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    stream_ = nullptr;
+    cudaStreamDestroy(s);
+    check_errors();
+    return ms;
+  }
+
+ private:
+  void check_frame(const Tensor& points) const {
+    check_points(points, config_, "CUDA");
+    SCN_CHECK(points.dim(0) <= max_points_, "voxelizer '", config_.name, "': ", points.dim(0),
+              " points exceed max_points = ", max_points_,
+              " the CUDA voxelizer was created for (its workspace is sized once)");
+  }
+
+  /// One frame's six kernels into the frame buffers (run(); run_batch() once per frame).
+  void enqueue(const Tensor& points, cudaStream_t s) {
+    const int64_t P = points.dim(0);
     const void* pts = points.data();
     if (points.device() == Device::Host && P > 0) {  // a pageable copy: the host waits for it
       SCN_CUDA_CHECK(cudaMemcpyAsync(staging_.get(), points.data(), points.bytes(), cudaMemcpyHostToDevice, s));
@@ -529,69 +679,6 @@ class CudaVoxelizer final : public Voxelizer {
     ran_ = true;
   }
 
-  int64_t count() override {
-    sync();
-    check_errors();
-    int32_t n = 0;
-    SCN_CUDA_CHECK(cudaMemcpy(&n, count_ptr(), 4, cudaMemcpyDeviceToHost));
-    return n;
-  }
-  const int32_t* device_count() const override { return count_ptr(); }
-  Tensor features() override {
-    const int64_t n = count();
-    return Tensor::wrap(features_.get(), {n, F_}, config_.feature_dtype, Device::Cuda);
-  }
-  Tensor indices() override {
-    const int64_t n = count();
-    return Tensor::wrap(indices_.get(), {n, 4}, DType::Int32, Device::Cuda);
-  }
-  Tensor features_buffer() override {
-    return Tensor::wrap(features_.get(), {config_.max_voxels, F_}, config_.feature_dtype, Device::Cuda);
-  }
-  Tensor indices_buffer() override {
-    return Tensor::wrap(indices_.get(), {config_.max_voxels, 4}, DType::Int32, Device::Cuda);
-  }
-  VoxelizeStats stats() override {
-    const DeviceStats d = read_stats();
-    VoxelizeStats s;
-    s.points = points_;
-    s.voxels = d.voxels_found;
-    s.dropped_out_of_range = int64_t(d.out_of_range);
-    s.dropped_non_finite = int64_t(d.non_finite);
-    s.dropped_full = int64_t(d.full);
-    return s;
-  }
-  void check_errors() override {
-    const DeviceStats d = read_stats();
-    SCN_CHECK(!d.overflow, overflow_message(config_, d.voxels_found, points_));
-  }
-  std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
-    SCN_CUDA_CHECK(cudaSetDevice(device_));
-    const Tensor dev = points.to(Device::Cuda);  // time the voxelizer, not the upload
-    cudaStream_t s = nullptr;
-    SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaEvent_t a = nullptr, b = nullptr;
-    SCN_CUDA_CHECK(cudaEventCreate(&a));
-    SCN_CUDA_CHECK(cudaEventCreate(&b));
-    std::vector<double> ms;
-    for (int i = 0; i < warmup + runs; ++i) {
-      SCN_CUDA_CHECK(cudaEventRecord(a, s));
-      run(dev, s);
-      SCN_CUDA_CHECK(cudaEventRecord(b, s));
-      SCN_CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0.f;
-      SCN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      if (i >= warmup) ms.push_back(double(t));
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    stream_ = nullptr;
-    cudaStreamDestroy(s);
-    check_errors();
-    return ms;
-  }
-
- private:
   /// small_: DeviceStats, then DeviceCounters (one memset per run clears both).
   static constexpr size_t kCountersOffset = 64;
   static constexpr size_t kSmallBytes = 128;
@@ -635,12 +722,20 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  DeviceStats read_stats() {
+  /// The last run's statistics (a single frame's in the same form as a batch's).
+  BatchState read_state() {
     sync();
-    DeviceStats d{};
-    SCN_CUDA_CHECK(cudaMemcpy(&d, stats_ptr(), sizeof(d), cudaMemcpyDeviceToHost));
+    BatchState d{};
+    if (batched_)
+      SCN_CUDA_CHECK(cudaMemcpy(&d, batch_state(), sizeof(d), cudaMemcpyDeviceToHost));
+    else
+      SCN_CUDA_CHECK(cudaMemcpy(&d.stats, stats_ptr(), sizeof(d.stats), cudaMemcpyDeviceToHost));
     return d;
   }
+  BatchState* batch_state() const { return batch_state_.get<BatchState>(); }
+  void* out_features() const { return batched_ ? batch_features_.get() : features_.get(); }
+  void* out_indices() const { return batched_ ? batch_indices_.get() : indices_.get(); }
+  int64_t buffer_rows() const { return batched_ ? int64_t(max_batch_) * config_.max_voxels : config_.max_voxels; }
 
   int device_;
   Geometry g_;
@@ -652,9 +747,12 @@ class CudaVoxelizer final : public Voxelizer {
   DeviceBuffer keys_, spill_voxel_, spill_order_, spill_;                // per point
   DeviceBuffer counts_, slots_, spill_base_, big_list_;                  // per voxel
   DeviceBuffer staging_, small_, columns_, features_, indices_;
+  DeviceBuffer batch_features_, batch_indices_, batch_state_, batch_offsets_;  // run_batch()'s output
+  std::vector<int64_t> frame_points_;  ///< the last batch's point counts, for its overflow message
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;
   bool ran_ = false;
+  bool batched_ = false;  ///< the last run was run_batch(): the outputs are the batch buffers
 };
 
 static_assert(sizeof(DeviceStats) <= 64, "DeviceStats fits its slot in small_");
@@ -662,8 +760,9 @@ static_assert(sizeof(DeviceCounters) <= 64, "DeviceCounters fits its slot in sma
 
 }  // namespace
 
-std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device) {
-  return std::make_unique<CudaVoxelizer>(config, max_points, device);
+std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
+                                                 int max_batch) {
+  return std::make_unique<CudaVoxelizer>(config, max_points, device, max_batch);
 }
 
 }  // namespace scn::vox

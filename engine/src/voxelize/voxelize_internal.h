@@ -10,10 +10,15 @@ namespace scn::vox {
 
 /// Throws scn::Error unless points is [P, point_columns] float32 / float16.
 void check_points(const Tensor& points, const VoxelizerConfig& config, const char* where);
+/// Throws scn::Error unless 1 <= frames <= max_batch (run_batch).
+void check_batch(const VoxelizerConfig& config, size_t frames, int max_batch);
+/// Frame b of a run_batch: the config with batch index b, named "<name> (frame b of the batch)" for messages.
+VoxelizerConfig frame_config(const VoxelizerConfig& config, int b);
 /// The message of a max_voxels overflow (CPU exception and CUDA check_errors()).
 std::string overflow_message(const VoxelizerConfig& config, int64_t voxels, int64_t points);
 
 /// Defined by voxelize_cuda.cu in CUDA builds.
-std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device);
+std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
+                                                 int max_batch);
 
 }  // namespace scn::vox

@@ -238,3 +238,39 @@ def test_a_script_ending_with_voxelizer_views_bound_exits_cleanly(tiny, device):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "called" in r.stdout, r.stderr
     assert "leaked" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_a_list_of_frames_is_one_batch(tiny, device):
+    """vox([p0, p1, p2]): the frames' voxels one after another with batch index 0, 1, 2, each bitwise the CPU
+    voxelizer's frame; run_points of a list = the model on that batch (batch size 3)."""
+    frames = [torch.from_numpy(tiny_points(s)).to(device) for s in (7, 8, 9)]
+    v = scn.Voxelizer(device=device, max_batch=3, **TINY_BOX)
+    single = scn.Voxelizer(device="cpu", **TINY_BOX)
+    assert v.max_batch == 3
+    f, i = v(frames)
+    want = [single(p.cpu()) for p in frames]
+    assert torch.equal(f.cpu(), torch.cat([w[0] for w in want]))
+    assert torch.equal(i[:, 1:].cpu(), torch.cat([w[1][:, 1:] for w in want]))
+    assert i[:, 0].cpu().tolist() == sum(([b] * len(w[1]) for b, w in enumerate(want)), [])
+    assert v.stats.points == sum(len(p) for p in frames) and v.stats.voxels == len(i)
+    e = scn.Engine(tiny.path, device=device, max_batch=3)
+    got = e.run_points(frames, v)[0].clone()
+    ref = e(f, i, GRID, batch_size=3)[0]
+    assert got.shape[0] == 3 and float(ref.abs().max()) > 0.1 and torch.equal(got, ref)
+    assert not torch.equal(got[0], got[1])
+    assert torch.equal(e.run_points(frames[:2], v)[0], e(*v(frames[:2]), GRID, batch_size=2)[0])  # rebound: 2 frames
+    assert torch.equal(e.run_points(frames[2], v)[0][0], e(*v(frames[2]), GRID)[0][0])  # one frame again
+
+
+def test_batch_errors_name_the_limit():
+    v = scn.Voxelizer(device="cpu", max_batch=2, **TINY_BOX)
+    p = tiny_points()
+    with pytest.raises(scn.Error, match="run_batch got 3 frames; it takes 1 to max_batch = 2"):
+        v([p, p, p])
+    with pytest.raises(scn.Error, match="run_batch got 0 frames"):
+        v([])
+    with pytest.raises(scn.Error, match=r"\(frame 1 of the batch\)': \d+ voxels exceed max_voxels = 50"):
+        scn.Voxelizer(device="cpu", max_batch=2, **{**TINY_BOX, "max_voxels": 50})([p[:10], p])
+    with pytest.raises(scn.Error, match="max_batch = 0 must be at least 1"):
+        scn.Voxelizer(device="cpu", max_batch=0, **TINY_BOX)
