@@ -151,9 +151,10 @@ class PyEngine {
               ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
               " but ", v.label(), " elsewhere; create both with the same device");
     const bool batch = scn::py::is_frame_list(points);
-    SCN_CHECK(batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
-              v.config().batch_index,
-              ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
+    SCN_CHECK(
+        batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
+        v.config().batch_index,
+        ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
     std::vector<scn::py::Array> kept_points;
     std::vector<scn::Tensor> frames;
     if (batch) {

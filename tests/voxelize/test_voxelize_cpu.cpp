@@ -313,8 +313,9 @@ TEST(VoxelizerCpuBackend, RunBatchErrorsNameTheFrameAndTheLimit) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message({small, large}).find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
-                                         " voxels exceed max_voxels = " + std::to_string(n_small + 1)),
+  EXPECT_NE(message({small, large})
+                .find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
+                      " voxels exceed max_voxels = " + std::to_string(n_small + 1)),
             std::string::npos)
       << message({small, large});
   EXPECT_NE(message({}).find("run_batch got 0 frames; it takes 1 to max_batch = 2"), std::string::npos);

@@ -179,7 +179,8 @@ TEST(VoxelizeCuda, RunBatchBitwiseEqualToTheFramesOnTheCpu) {
   c.max_voxels = 200000;
   auto gpu = Voxelizer::create(c, Backend::Cuda, 300000, 0, 4);
   const std::vector<Tensor> frames{voxtest::make_cloud(c, 270000, 31), Tensor::empty({0, 5}, DType::Float32),
-                                   voxtest::make_cloud(c, 1000, 33).to(Device::Cuda), voxtest::make_cloud(c, 90000, 34)};
+                                   voxtest::make_cloud(c, 1000, 33).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 90000, 34)};
   gpu->run_batch(frames);
   EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 100000);
   EXPECT_EQ(gpu->features_buffer().dim(0), 4 * c.max_voxels);
@@ -209,9 +210,10 @@ TEST(VoxelizeCuda, RunBatchOverflowNamesTheFrame) {
     gpu->check_errors();
     FAIL() << "no overflow error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
-                                         " voxels exceed max_voxels = " + std::to_string(n_small + 1) + " (20000 points)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("voxelizer 'small (frame 1 of the batch)': " + std::to_string(n_large) +
+                                   " voxels exceed max_voxels = " + std::to_string(n_small + 1) + " (20000 points)"),
+        std::string::npos)
         << e.what();
   }
   gpu->run_batch({small, small});  // the flag is per batch

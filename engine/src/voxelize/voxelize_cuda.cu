@@ -542,10 +542,9 @@ class CudaVoxelizer final : public Voxelizer {
     int64_t points = 0;
     for (size_t b = 0; b < frames.size(); ++b) {
       enqueue(frames[b], s);
-      append_frame_kernel<<<blocks, kThreads, 0, s>>>(features_.get<uint16_t>(), indices_.get<int4>(), counters(),
-                                                      stats_ptr(), row_units, int32_t(b),
-                                                      batch_features_.get<uint16_t>(), batch_indices_.get<int4>(),
-                                                      batch_offsets_.get<int32_t>(), batch_state());
+      append_frame_kernel<<<blocks, kThreads, 0, s>>>(
+          features_.get<uint16_t>(), indices_.get<int4>(), counters(), stats_ptr(), row_units, int32_t(b),
+          batch_features_.get<uint16_t>(), batch_indices_.get<int4>(), batch_offsets_.get<int32_t>(), batch_state());
       SCN_CUDA_LAUNCHED();
       frame_points_.push_back(frames[b].dim(0));
       points += frames[b].dim(0);

@@ -67,8 +67,10 @@ class CpuVoxelizer final : public Voxelizer {
     r.indices = Tensor::empty({n, 4}, DType::Int32);
     size_t fo = 0, io = 0;
     for (const VoxelizeResult& p : parts) {
-      if (p.features.bytes()) std::memcpy(static_cast<char*>(r.features.data()) + fo, p.features.data(), p.features.bytes());
-      if (p.indices.bytes()) std::memcpy(static_cast<char*>(r.indices.data()) + io, p.indices.data(), p.indices.bytes());
+      if (p.features.bytes())
+        std::memcpy(static_cast<char*>(r.features.data()) + fo, p.features.data(), p.features.bytes());
+      if (p.indices.bytes())
+        std::memcpy(static_cast<char*>(r.indices.data()) + io, p.indices.data(), p.indices.bytes());
       fo += p.features.bytes();
       io += p.indices.bytes();
       r.stats.points += p.stats.points;
@@ -95,9 +97,9 @@ std::unique_ptr<Voxelizer> Voxelizer::create(const VoxelizerConfig& config, Back
   validate(config);
   SCN_CHECK(max_points >= 1 && max_points < (int64_t(1) << 31), "voxelizer '", config.name,
             "': max_points = ", max_points, " must lie in 1..2^31-1");
-  SCN_CHECK(max_batch >= 1 && int64_t(max_batch) * config.max_voxels < (int64_t(1) << 31), "voxelizer '",
-            config.name, "': max_batch = ", max_batch, " must be at least 1, with max_batch x max_voxels (",
-            config.max_voxels, ") below 2^31");
+  SCN_CHECK(max_batch >= 1 && int64_t(max_batch) * config.max_voxels < (int64_t(1) << 31), "voxelizer '", config.name,
+            "': max_batch = ", max_batch, " must be at least 1, with max_batch x max_voxels (", config.max_voxels,
+            ") below 2^31");
   if (backend == Backend::Auto) backend = cuda_available() ? Backend::Cuda : Backend::Cpu;
   if (backend == Backend::Cpu) return std::make_unique<CpuVoxelizer>(config, max_points, max_batch);
 #ifdef SCN_WITH_CUDA
