@@ -78,6 +78,39 @@ TEST_F(VoxelizeCli, RunFromPointsEqualsRunFromItsVoxels) {
   EXPECT_EQ(ta.shape(), (std::vector<int64_t>{1, 32, 4, 4}));
 }
 
+TEST_F(VoxelizeCli, SeveralPointFilesRunAsOneBatch) {
+  // the second frame: another cloud, so the batch's two BEV maps differ
+  const std::string second = dir_ + "/cloud2.bin";
+  write_points_bin(second, voxtest::make_cloud(small_config(), 2000, 12));
+  VoxelizerConfig c = small_config();
+  c.feature_dtype = DType::Float32;
+  auto v = Voxelizer::create(c, Backend::Cpu, 3000, 0, 2);
+  PointFileOptions po;
+  po.columns = c.point_columns;
+  v->run_batch({read_points(points_, po), read_points(second, po)});
+  const std::string f = dir_ + "/b.features.tensor", i = dir_ + "/b.indices.tensor";
+  v->features().save(f);
+  v->indices().save(i);
+  const std::string a = dir_ + "/batch_points.tensor", b = dir_ + "/batch_voxels.tensor";
+  const CliResult rp = scn_cli("run " + q(model_) + " --points " + q(points_) + " --points " + q(second) + " " +
+                               kSmallVoxels + " --dtype fp32 --device cpu --precision fp32 --output " + q(a));
+  ASSERT_EQ(rp.code, 0) << rp.err;
+  EXPECT_NE(rp.out.find(points_ + ", " + second + ": 5000 points"), std::string::npos) << rp.out;
+  EXPECT_NE(rp.out.find("batch 2"), std::string::npos) << rp.out;
+  const CliResult rv = scn_cli("run " + q(model_) + " --features " + q(f) + " --indices " + q(i) +
+                               " --grid 9x8x8 --batch 2 --device cpu --precision fp32 --output " + q(b));
+  ASSERT_EQ(rv.code, 0) << rv.err;
+  const Tensor ta = Tensor::load(a), tb = Tensor::load(b);
+  EXPECT_TRUE(same_bytes(ta, tb));
+  ASSERT_EQ(ta.shape(), (std::vector<int64_t>{2, 32, 4, 4}));
+  const size_t half = size_t(ta.numel() / 2) * 4;
+  EXPECT_NE(std::memcmp(ta.data(), static_cast<const char*>(ta.data()) + half, half), 0);
+  const CliResult bad = scn_cli("run " + q(model_) + " --points " + q(points_) + " --points " + q(second) + " " +
+                                kSmallVoxels + " --batch 3 --device cpu");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--batch 3 disagrees with the 2 point files given"), std::string::npos) << bad.err;
+}
+
 TEST_F(VoxelizeCli, RunChecksTheVoxelGridAgainstTheModel) {
   // z: 4 / 0.4 = 10 planes; the model declares 9.
   const CliResult r = scn_cli("run " + q(model_) + " --points " + q(points_) +

@@ -20,7 +20,11 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
                     "Spatial shape in the model's index order, e.g. 41x1440x1440 (with --points: default the model's "
                     "declared input grid, else the preset's)")
           ->check(grid_validator());
-  c->add_option("--points", a.points, "Point file to voxelize as the input (see scn voxelize; --preset etc.)")
+  c->add_option("--points", a.points,
+                "Point file to voxelize as the input (see scn voxelize; --preset etc.); several --points are one "
+                "batch, the b-th file with batch index b")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::ExistingFile)
       ->excludes(f)
       ->excludes(i);
@@ -92,7 +96,10 @@ int run_run(const RunArgs& a) {
   opts.backend = parse_backend(a.device);
   opts.precision = parse_precision(a.precision);
   opts.num_threads = a.threads;
-  opts.max_batch = a.batch;
+  const int batch = from_points ? int(a.points.size()) : a.batch;
+  SCN_CHECK(!from_points || a.batch == 1 || a.batch == batch, "--batch ", a.batch, " disagrees with the ", batch,
+            " point files given (--points: one frame per file)");
+  opts.max_batch = batch;
   if (indices.ndim() == 2) opts.max_input_voxels = indices.dim(0);
   opts.cuda.autotune = !a.no_autotune;
   opts.cuda.tile = a.tile;
@@ -113,8 +120,10 @@ int run_run(const RunArgs& a) {
             " inputs; scn run binds exactly one");
 
   InputLabels labels;
-  labels.features = from_points ? a.points + " (voxel features)" : a.features;
-  labels.indices = from_points ? a.points + " (voxel indices)" : a.indices;
+  std::string point_files;
+  for (const std::string& p : a.points) point_files += (point_files.empty() ? "" : ", ") + p;
+  labels.features = from_points ? point_files + " (voxel features)" : a.features;
+  labels.indices = from_points ? point_files + " (voxel indices)" : a.indices;
   PointsInput pin;
   if (from_points) {
     pin = voxelize_for_engine(a.points, a.vox, *engine, a.grid);
@@ -122,7 +131,7 @@ int run_run(const RunArgs& a) {
     indices = pin.indices;
     grid = pin.grid;
   }
-  engine->set_input(0, features, indices, grid, a.batch, labels);
+  engine->set_input(0, features, indices, grid, batch, labels);
 
   // The first forward also yields the outputs; later ones only time.
   std::vector<double> times;
@@ -180,14 +189,14 @@ int run_run(const RunArgs& a) {
     std::printf(
         "points      %s: %lld points -> %lld voxels (dropped %lld out of range, %lld non-finite, %lld beyond "
         "the per-voxel limit) in %.3f ms on %s; %s\n",
-        a.points.c_str(), static_cast<long long>(pin.stats.points), static_cast<long long>(pin.stats.voxels),
+        point_files.c_str(), static_cast<long long>(pin.stats.points), static_cast<long long>(pin.stats.voxels),
         static_cast<long long>(pin.stats.dropped_out_of_range), static_cast<long long>(pin.stats.dropped_non_finite),
         static_cast<long long>(pin.stats.dropped_full), pin.voxelize_ms, backend_name(engine->backend()),
         pin.grid_note.c_str());
   std::printf("input '%s'   features %s: %s\n", engine->input_name(0).c_str(), labels.features.c_str(),
               describe_tensor(features).c_str());
   std::printf("            indices  %s: %s, grid %s, batch %d\n", labels.indices.c_str(),
-              describe_tensor(indices).c_str(), int3_string(grid).c_str(), a.batch);
+              describe_tensor(indices).c_str(), int3_string(grid).c_str(), batch);
   std::printf("backend     %s, precision %s\n", backend_name(engine->backend()), precision_name(engine->precision()));
   std::printf("build       %.1f ms (parse %.1f ms, build %.1f ms)\n", parse_ms + build_ms, parse_ms, build_ms);
   if (st.count > 1)

@@ -26,7 +26,8 @@ CudaSiteOrder site_order_of(const std::string& order);
 
 struct RunArgs {
   std::string model, features, indices, grid;
-  std::string points;  ///< --points: voxelize this file (options in vox) instead of --features/--indices
+  std::vector<std::string> points;  ///< --points: voxelize these files (options in vox; several: a batch, frame b
+                                    ///< with batch index b) instead of --features/--indices
   VoxelOptions vox;
   int batch = 1;
   std::string precision = "fp16", device = "auto";

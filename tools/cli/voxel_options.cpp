@@ -1,5 +1,6 @@
 #include "voxel_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -148,7 +149,7 @@ bool model_input_grid(const Graph& g, int input, Int3* grid) {
   return false;
 }
 
-PointsInput voxelize_for_engine(const std::string& path, const VoxelOptions& o, Engine& engine,
+PointsInput voxelize_for_engine(const std::vector<std::string>& paths, const VoxelOptions& o, Engine& engine,
                                 const std::string& grid_text) {
   VoxelOptions opt = o;
   const std::string model_order = model_index_order(engine.graph());
@@ -171,10 +172,18 @@ PointsInput voxelize_for_engine(const std::string& path, const VoxelOptions& o, 
   in.grid_note = check_grid(c, in.grid);
   if (grid_text.empty() && !has_declared) in.grid_note += " (the model declares no input grid: the preset's is used)";
 
-  const Tensor points = read_point_file(path, opt, c);
+  std::vector<Tensor> frames;
+  int64_t most = 1;
+  for (const std::string& path : paths) {
+    frames.push_back(read_point_file(path, opt, c));
+    most = std::max(most, frames.back().dim(0));
+  }
   const int64_t t0 = now_ns();
-  in.voxelizer = Voxelizer::create(c, engine.backend(), std::max<int64_t>(1, points.dim(0)));
-  in.voxelizer->run(points, nullptr);
+  in.voxelizer = Voxelizer::create(c, engine.backend(), most, 0, int(frames.size()));
+  if (frames.size() == 1)
+    in.voxelizer->run(frames[0], nullptr);
+  else
+    in.voxelizer->run_batch(frames, nullptr);
   in.features = in.voxelizer->features();  // phase 1: the count comes back to the host here
   in.indices = in.voxelizer->indices();
   in.stats = in.voxelizer->stats();

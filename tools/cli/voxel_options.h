@@ -48,10 +48,10 @@ struct PointsInput {
   std::unique_ptr<Voxelizer> voxelizer;  ///< owns the device features / indices
 };
 
-/// Voxelizes a point file on the engine's backend (phase 1: the count is read back to the host)
-/// for graph input 0, checking the voxel grid against `grid_text` (when given) and the model's
-/// declared input grid (when the file has one).
-PointsInput voxelize_for_engine(const std::string& path, const VoxelOptions& o, Engine& engine,
+/// Voxelizes point files on the engine's backend (phase 1: the count is read back to the host) for graph input 0,
+/// several files as one batch (Voxelizer::run_batch: file b's voxels with batch index b), checking the voxel grid
+/// against `grid_text` (when given) and the model's declared input grid (when the file has one).
+PointsInput voxelize_for_engine(const std::vector<std::string>& paths, const VoxelOptions& o, Engine& engine,
                                 const std::string& grid_text);
 
 }  // namespace scn::cli
