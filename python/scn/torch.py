@@ -1,4 +1,5 @@
-"""scn.torch.SparseBackbone: an scn engine as a torch.nn.Module, to swap for a spconv backbone in one line.
+"""scn.torch.SparseBackbone: an scn engine as a torch.nn.Module, to swap for a spconv backbone in one line;
+scn.torch.PointsBackbone: raw points to the model's output (voxelizer and engine) as one module.
 
     from scn.torch import SparseBackbone
     model.pts_middle_encoder = SparseBackbone("encoder.onnx", spatial_shape=(41, 1440, 1440))   # mmdet3d
@@ -15,6 +16,14 @@ forward accepts what spconv backbones are called with:
 It returns the dense output (``output`` selects which, by name or position; sparse outputs come back as a
 (features, indices) pair), cast to the input features' dtype (``output_dtype`` overrides: the CUDA engine
 computes in fp16). The engine is not trained: parameters stay those of the exported file.
+
+    from scn.torch import PointsBackbone
+    net = PointsBackbone("backbone.onnx", "nuscenes-centerpoint", device="cuda", max_batch=4)
+    bev = net([points0, points1])          # voxelization (mean of a voxel's points) + backbone, one batch
+
+PointsBackbone replaces a detector's voxelization, mean voxel encoder (mmdetection3d's HardSimpleVFE, OpenPCDet's
+MeanVFE) and sparse backbone: forward takes one frame's points [P, C] or a list of frames (frame b gets batch index
+b) and returns the dense output in the points' dtype, through ``Engine.run_points`` (CUDA: no host wait).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from torch import nn
 
 from scn._engine import Engine
 from scn._scn import Error
+from scn._voxelizer import Voxelizer
 
 
 class SparseBackbone(nn.Module):
@@ -102,3 +112,55 @@ class SparseBackbone(nn.Module):
             if key is not None:
                 batch_dict[key] = self._cast(value, features.dtype)
         return batch_dict
+
+
+class PointsBackbone(nn.Module):
+    """model: an ONNX path or an Engine; voxelizer: a preset name (its settings overridden by ``voxel_settings``) or
+    an scn.Voxelizer on the engine's device. max_batch: the most frames of a call (the engine and a voxelizer made
+    here are sized for it); max_points: the most points of a frame. Other keywords are Engine options (device,
+    precision, ...). ``output`` / ``output_dtype`` as SparseBackbone."""
+
+    def __init__(self, model: Union[str, Engine], voxelizer: Union[str, Voxelizer] = "nuscenes-centerpoint", *,
+                 max_batch: int = 1, max_points: int = 400_000, voxel_settings: Optional[Mapping[str, Any]] = None,
+                 output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None, **engine_options: Any):
+        super().__init__()
+        if isinstance(model, Engine):
+            if engine_options:
+                raise Error(f"PointsBackbone: engine options {sorted(engine_options)} given with an Engine")
+            self.engine = model
+        else:
+            self.engine = Engine(model, max_batch=int(max_batch), **engine_options)
+        if isinstance(voxelizer, Voxelizer):
+            if voxel_settings:
+                raise Error(f"PointsBackbone: voxel_settings {sorted(voxel_settings)} given with a Voxelizer")
+            self.voxelizer = voxelizer
+        else:
+            self.voxelizer = Voxelizer(str(voxelizer), device=self.engine.device, max_points=int(max_points),
+                                       max_batch=int(max_batch), **dict(voxel_settings or {}))
+        if self.voxelizer.device != self.engine.device:
+            raise Error(f"PointsBackbone: the voxelizer runs on {self.voxelizer.device}, the engine "
+                        f"{self.engine.path} on {self.engine.device}; create both on one device")
+        names = list(self.engine.outputs)
+        if isinstance(output, str) and output not in names:
+            raise Error(f"PointsBackbone: {self.engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+        self.output = output
+        self.output_dtype = output_dtype
+
+    def extra_repr(self) -> str:
+        return f"engine={self.engine!r}, voxelizer={self.voxelizer!r}, output={self.output!r}"
+
+    def forward(self, points):
+        frames = list(points) if isinstance(points, (list, tuple)) else None
+        given = frames if frames is not None else [points]
+        if not given or not all(isinstance(p, torch.Tensor) for p in given):
+            raise Error("PointsBackbone.forward: expected a points tensor [P, C] or a non-empty list of them")
+        ready = [p if p.dtype in (torch.float16, torch.float32) else p.float() for p in given]
+        ready = [p.contiguous() for p in ready]
+        outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
+        value = outs[self.output]
+        dtype = self.output_dtype or given[0].dtype
+        if not dtype.is_floating_point:
+            dtype = torch.float32
+        if isinstance(value, tuple):
+            return value[0].to(dtype), value[1]
+        return value.to(dtype)

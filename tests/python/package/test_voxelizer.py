@@ -274,3 +274,30 @@ def test_batch_errors_name_the_limit():
         scn.Voxelizer(device="cpu", max_batch=2, **{**TINY_BOX, "max_voxels": 50})([p[:10], p])
     with pytest.raises(scn.Error, match="max_batch = 0 must be at least 1"):
         scn.Voxelizer(device="cpu", max_batch=0, **TINY_BOX)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_points_backbone_is_voxelizer_and_engine_in_one_module(tiny, device):
+    from scn.torch import PointsBackbone
+
+    frames = [torch.from_numpy(tiny_points(s)).to(device) for s in (10, 11)]
+    net = PointsBackbone(tiny.path, "nuscenes-centerpoint", device=device, max_batch=2,
+                         voxel_settings={k: v for k, v in TINY_BOX.items()})
+    assert isinstance(net, torch.nn.Module) and net.voxelizer.max_batch == 2
+    got = net(frames)
+    f, i = net.voxelizer(frames)
+    want = net.engine(f, i, GRID, batch_size=2)[0]
+    assert got.dtype == torch.float32 and got.shape[0] == 2 and float(want.abs().max()) > 0.1
+    assert torch.equal(got, want.float())
+    one = net(frames[1])
+    assert one.shape[0] == 1 and torch.equal(one[0], net.engine(*net.voxelizer(frames[1]), GRID)[0][0].float())
+    assert net(frames[0].double()).dtype == torch.float64  # the points' dtype (the voxelizer reads them as float32)
+    with pytest.raises(scn.Error, match="expected a points tensor"):
+        net([])
+    with pytest.raises(scn.Error, match=r"voxel_settings \['max_voxels'\] given with a Voxelizer"):
+        PointsBackbone(tiny.path, net.voxelizer, device=device, voxel_settings={"max_voxels": 10})
+    with pytest.raises(scn.Error, match=r"engine options \['precision'\] given with an Engine"):
+        PointsBackbone(net.engine, net.voxelizer, precision="fp16")
+    if device == "cuda":
+        with pytest.raises(scn.Error, match="the voxelizer runs on cpu, the engine .* on cuda:0; create both on one"):
+            PointsBackbone(tiny.path, scn.Voxelizer(device="cpu", **TINY_BOX), device="cuda")
