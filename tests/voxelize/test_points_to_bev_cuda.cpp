@@ -140,8 +140,12 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   auto vox = Voxelizer::create(c, Backend::Cuda, 300000);
   auto eng = test::centerpoint_builder(grid, 5).build(o);
   eng->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid);
-  vox->run(points, nullptr);
-  eng->forward(nullptr);
+  cudaStream_t s = nullptr;  // one stream for producer and forward (nullptr would put them on different streams)
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  vox->run(points, s);
+  eng->forward(s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaStreamDestroy(s);
   vox->check_errors();
   const int64_t voxels = vox->count();
   ASSERT_GT(voxels, 4096);

@@ -200,7 +200,9 @@ class Engine {
   /// Binds a sparse input whose row count lives in device memory (a Voxelizer's device_count()):
   /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
   /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
-  /// count above the capacity planned at build is a device error raised by check_errors().
+  /// count above the capacity planned at build is a device error raised by check_errors(). Enqueue the producer
+  /// and forward() on one stream you name: a null stream means the legacy default stream to Voxelizer::run but the
+  /// engine's own (non-blocking) stream to forward(), which would not wait for the producer.
   /// Backends without it throw scn::Error (docs/voxelize.md, "One graph from points to BEV").
   virtual void set_input_device_count(int index, const Tensor& features, const Tensor& indices,
                                       const int32_t* device_count, const Int3& grid, int batch_size = 1,
