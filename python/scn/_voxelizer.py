@@ -8,8 +8,8 @@ on CUDA, deterministic (CUDA and CPU give the same bits).
 
 Points: float32 / float16 [P, point_columns] (torch, numpy, anything with ``__dlpack__``), host or on the voxelizer's
 CUDA device; a list or tuple of such frames is one batched input (frame b's voxels with batch index b, after those of
-frames 0..b-1). ``max_points`` bounds P and ``max_batch`` the frames of a call (buffers are sized once); more voxels than
-``max_voxels`` (per frame) is an scn.Error, never a silent truncation.
+frames 0..b-1). ``max_points`` bounds P and ``max_batch`` the frames of a call (buffers are sized once); more voxels
+than ``max_voxels`` (per frame) is an scn.Error, never a silent truncation.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class Voxelizer(OnDevice):
             try:
                 setattr(config, key, value)
             except TypeError:
-                raise Error(f"scn.Voxelizer: {key}={value!r} has the wrong type (the preset's: {getattr(config, key)!r})") \
+                preset_value = getattr(config, key)
+                raise Error(f"scn.Voxelizer: {key}={value!r} has the wrong type (the preset's: {preset_value!r})") \
                     from None
         if overrides:  # messages name what the preset no longer is
             config.name = f"{config.name} with {', '.join(overrides)}"

@@ -39,20 +39,39 @@ from scn._scn import Error
 from scn._voxelizer import Voxelizer
 
 
+def _engine_of(who: str, model: Union[str, Engine], options: Mapping[str, Any]) -> Engine:
+    """The given Engine (no options allowed), else one built from the ONNX path with `options`."""
+    if isinstance(model, Engine):
+        if options:
+            raise Error(f"{who}: engine options {sorted(options)} given with an Engine")
+        return model
+    return Engine(model, **options)
+
+
+def _check_output(who: str, engine: Engine, output: Union[int, str]) -> None:
+    names = list(engine.outputs)
+    if isinstance(output, str) and output not in names:
+        raise Error(f"{who}: {engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+
+
+def _cast(value, dtype: torch.dtype):
+    """An output in `dtype`: a dense tensor, or a sparse (features, indices) pair's features."""
+    if isinstance(value, tuple):
+        return value[0].to(dtype), value[1]
+    return value.to(dtype)
+
+
 class SparseBackbone(nn.Module):
     def __init__(self, model: Union[str, Engine], *, spatial_shape: Optional[Sequence[int]] = None,
                  output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None,
                  keys: Optional[Sequence[Optional[str]]] = None, **engine_options: Any):
         super().__init__()
-        self.engine = model if isinstance(model, Engine) else Engine(model, **engine_options)
-        if isinstance(model, Engine) and engine_options:
-            raise Error(f"SparseBackbone: engine options {sorted(engine_options)} given with an Engine")
+        self.engine = _engine_of("SparseBackbone", model, engine_options)
         self.spatial_shape = tuple(int(s) for s in spatial_shape) if spatial_shape is not None else None
         self.output = output
         self.output_dtype = output_dtype
+        _check_output("SparseBackbone", self.engine, output)
         names = list(self.engine.outputs)
-        if isinstance(output, str) and output not in names:
-            raise Error(f"SparseBackbone: {self.engine.path} has no output {output!r}; outputs: {', '.join(names)}")
         self.keys = list(keys) if keys is not None else names
         if len(self.keys) != len(names):
             raise Error(f"SparseBackbone: {len(self.keys)} keys for the {len(names)} outputs of {self.engine.path}")
@@ -97,10 +116,7 @@ class SparseBackbone(nn.Module):
         return self.engine(features.to(dev).contiguous(), indices.to(dev).contiguous(), grid, batch_size)
 
     def _cast(self, value, dtype):
-        dtype = self.output_dtype or dtype
-        if isinstance(value, tuple):
-            return value[0].to(dtype), value[1]
-        return value.to(dtype)
+        return _cast(value, self.output_dtype or dtype)
 
     def _forward_batch_dict(self, batch_dict):
         features = batch_dict["voxel_features"]
@@ -124,12 +140,9 @@ class PointsBackbone(nn.Module):
                  max_batch: int = 1, max_points: int = 400_000, voxel_settings: Optional[Mapping[str, Any]] = None,
                  output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None, **engine_options: Any):
         super().__init__()
-        if isinstance(model, Engine):
-            if engine_options:
-                raise Error(f"PointsBackbone: engine options {sorted(engine_options)} given with an Engine")
-            self.engine = model
-        else:
-            self.engine = Engine(model, max_batch=int(max_batch), **engine_options)
+        # an engine built here is sized for max_batch frames; a given one keeps its own
+        options = engine_options if isinstance(model, Engine) else {"max_batch": int(max_batch), **engine_options}
+        self.engine = _engine_of("PointsBackbone", model, options)
         if isinstance(voxelizer, Voxelizer):
             if voxel_settings:
                 raise Error(f"PointsBackbone: voxel_settings {sorted(voxel_settings)} given with a Voxelizer")
@@ -140,9 +153,7 @@ class PointsBackbone(nn.Module):
         if self.voxelizer.device != self.engine.device:
             raise Error(f"PointsBackbone: the voxelizer runs on {self.voxelizer.device}, the engine "
                         f"{self.engine.path} on {self.engine.device}; create both on one device")
-        names = list(self.engine.outputs)
-        if isinstance(output, str) and output not in names:
-            raise Error(f"PointsBackbone: {self.engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+        _check_output("PointsBackbone", self.engine, output)
         self.output = output
         self.output_dtype = output_dtype
 
@@ -157,10 +168,5 @@ class PointsBackbone(nn.Module):
         ready = [p if p.dtype in (torch.float16, torch.float32) else p.float() for p in given]
         ready = [p.contiguous() for p in ready]
         outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
-        value = outs[self.output]
         dtype = self.output_dtype or given[0].dtype
-        if not dtype.is_floating_point:
-            dtype = torch.float32
-        if isinstance(value, tuple):
-            return value[0].to(dtype), value[1]
-        return value.to(dtype)
+        return _cast(outs[self.output], dtype if dtype.is_floating_point else torch.float32)

@@ -78,12 +78,6 @@ inline nb::dlpack::dtype to_dlpack(scn::DType d) {
   throw scn::Error("scn: internal: unknown dtype");
 }
 
-inline std::string shape_text(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 /// The caller's object as a DLPack array (no copy); `label` and `role` name it in the error ("input 'x'",
 /// "features": joined only when there is one).
 inline Array as_array(nb::handle obj, const std::string& label, const char* role) {
@@ -121,9 +115,10 @@ inline scn::Tensor as_tensor(const Array& a, const std::string& label, const cha
   for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(int64_t(a.shape(d)));
   int64_t expect = 1;  // C-contiguous: strides are the products of the later sizes
   for (size_t d = a.ndim(); d-- > 0;) {
-    SCN_CHECK(a.shape(d) == 1 || a.stride(d) == expect, label, " ", role, ": the tensor is not contiguous (shape ",
-              shape_text(shape), ", stride ", a.stride(d), " on axis ", d, " where ", expect,
-              " is expected); pass .contiguous()");
+    if (a.shape(d) != 1 && a.stride(d) != expect)  // the shape's text (Tensor::shape_string) only for the message
+      SCN_FAIL(label, " ", role, ": the tensor is not contiguous (shape ",
+               scn::Tensor::wrap(nullptr, shape, dt, scn::Device::Host).shape_string(), ", stride ", a.stride(d),
+               " on axis ", d, " where ", expect, " is expected); pass .contiguous()");
     expect *= int64_t(a.shape(d));
   }
   const int dev = a.device_type();

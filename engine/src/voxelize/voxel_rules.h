@@ -1,5 +1,5 @@
 // The per-point rules of the voxelizer, shared verbatim by the CPU oracle (voxelize_cpu.cpp) and the
-// CUDA kernels (voxelize_cuda.cu) so both classify every point the same way. Device code uses the
+// CUDA kernels (voxelize_kernels.cuh) so both classify every point the same way. Device code uses the
 // round-to-nearest intrinsics explicitly so no compiler flag can change the arithmetic.
 #pragma once
 

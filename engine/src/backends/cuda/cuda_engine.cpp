@@ -351,9 +351,8 @@ void CudaEngine::synchronize() {
 }
 
 void CudaEngine::check_errors() {
-  SCN_CUDA_CHECK(cudaSetDevice(device_));
+  synchronize();
   if (!forwarded_) return;
-  SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
   std::vector<ErrSlot> e(g().nodes.size() * kNumErrKinds);
   auto read = [&] {
     SCN_CUDA_CHECK(cudaMemcpy(e.data(), errors_.get(), e.size() * sizeof(ErrSlot), cudaMemcpyDeviceToHost));
