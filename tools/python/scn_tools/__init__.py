@@ -13,6 +13,7 @@ export_onnx     writes a graph in NVIDIA's SCN ONNX schema (+ Concat, several / 
 sparse_nn       spconv 2.x module API (SparseConvTensor, SubMConv3d, SparseConv3d, SparseInverseConv3d,
                 SparseSequential, JoinTable, AddTable) on the float64 reference.
 spconv_export   tracing exporter: a spconv 2.x network (spconv.pytorch or sparse_nn modules) -> SCN ONNX.
+spconv_tracer   its recording half: the traced tensor type, the module hooks, the recorded values and ops.
 frames          deterministic synthetic LiDAR frames (nuScenes-, KITTI-, SemanticKITTI-like).
 zoo             model zoo (CenterPoint, BEVFusion, OpenPCDet VoxelBackBone8x, MinkUNet) as spconv modules
                 with seeded weights.
