@@ -228,6 +228,8 @@ if [ "${SCN_SKIP_VOX:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp
     "$S" voxelize "$C" --preset $P --device cuda --bench 1000
     echo "== bench_points_to_bev"
     "$BUILD/tests/voxelize/bench_points_to_bev" "$M" "$C" --preset $P --runs 500
+    echo "== bench_points_to_bev --batch-sweep 1,2,4,8 (frame k: the cloud turned by 40 k degrees)"
+    "$BUILD/tests/voxelize/bench_points_to_bev" "$M" "$C" --preset $P --runs 200 --batch-sweep 1,2,4,8
     echo "== scn run --points: CUDA fp16 vs CPU fp32"
     "$S" run "$M" --points "$C" --preset $P --device cuda --output /tmp/scn-bev-cuda.tensor
     "$S" run "$M" --points "$C" --preset $P --device cpu --precision fp32 --output /tmp/scn-bev-cpu.tensor
@@ -235,7 +237,7 @@ if [ "${SCN_SKIP_VOX:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp
     echo "compare rc $?"
   } > "$OUT/vox.log" 2>&1
   echo "voxelizer rc $? in $(( $(date +%s) - t9 )) s" | tee -a "$OUT/env.log"
-  grep -E "voxel sets|median|cosine|rc |FAIL|rror" "$OUT/vox.log" | head -30
+  grep -E "voxel sets|median|cosine|rc |FAIL|rror" "$OUT/vox.log" | head -40
 fi
 
 if [ "${SCN_SKIP_CACHE:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp/scn-zoo/centerpoint/model.onnx ]; then

@@ -2,12 +2,18 @@
 // CUDA voxelizer and the engine's forward (the engine bound with set_input_device_count, so the
 // voxel count never leaves the device). Also times the voxelizer alone and the engine alone on the
 // same voxels (its own graph), so the three figures of docs/benchmarks.md come from one run.
+// --batch-sweep 1,2,4,8: the same for batches of B frames (Voxelizer::run_batch + the forward in one
+// graph; frame k is the cloud turned by 40 k degrees about z, so every frame is as large as the cloud
+// and differs from the others), one voxelizer and one engine of max_batch B per batch size, frames/s.
 //
 //   bench_points_to_bev MODEL.onnx POINTS.bin [--preset nuscenes-centerpoint] [--runs 500] [--warmup 50]
+//                       [--batch-sweep 1,2,4,8]
 //
 // Medians of CUDA-event timings around graph launches, after warm-up. Exit 77 without a GPU.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -50,9 +56,116 @@ std::vector<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int warmup,
   return ms;
 }
 
+// Captures the voxelizer's work (one frame or a batch) and/or the engine's forward on `s` into one graph.
+template <typename VoxWork>
+cudaGraphExec_t capture(cudaStream_t s, const VoxWork& vox_work, scn::Engine* engine) {
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  vox_work();
+  if (engine) engine->forward(s);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&exec, g, 0));
+  cudaGraphDestroy(g);
+  return exec;
+}
+
+// The engine-alone graph: no voxelizer work before the forward.
+void no_vox_work() {}
+
+double median_of(cudaGraphExec_t exec, cudaStream_t s, int warmup, int runs) {
+  const double m = scn::summarize_timings(time_graph(exec, s, warmup, runs)).median;
+  cudaGraphExecDestroy(exec);
+  return m;
+}
+
+// The host cloud [P, C >= 2] (float32) turned by `degrees` about z (columns 0 and 1 are x and y).
+scn::Tensor turned(const scn::Tensor& cloud, double degrees) {
+  if (cloud.dtype() != scn::DType::Float32) throw scn::Error("--batch-sweep: the point file must hold float32 points");
+  scn::Tensor out = scn::Tensor::from_host(cloud.data(), cloud.shape(), cloud.dtype());
+  const double a = degrees * 3.14159265358979323846 / 180.0;
+  const float c = float(std::cos(a)), sn = float(std::sin(a));
+  const int64_t cols = cloud.dim(1);
+  auto* p = static_cast<float*>(out.data());
+  for (int64_t i = 0; i < cloud.dim(0); ++i) {
+    float* r = p + i * cols;
+    const float x = r[0], y = r[1];
+    r[0] = c * x - sn * y;
+    r[1] = sn * x + c * y;
+  }
+  return out;
+}
+
+std::vector<int> parse_batches(const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    size_t used = 0;
+    int b = 0;
+    try {
+      b = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || b < 1 || b > 64)
+      throw scn::Error("--batch-sweep '" + text + "': '" + item + "' is not a batch size from 1 to 64");
+    out.push_back(b);
+    pos = end + 1;
+  }
+  return out;
+}
+
+// --batch-sweep: points -> BEV for batches of frames, each batch size on its own voxelizer and engine.
+void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, const scn::Tensor& cloud,
+                     const std::vector<int>& batches, int warmup, int runs) {
+  const scn::Int3 grid = scn::model_grid(cfg);
+  int most = 0;
+  for (int b : batches) most = std::max(most, b);
+  std::vector<scn::Tensor> frames;
+  for (int k = 0; k < most; ++k) frames.push_back(turned(cloud, 40.0 * k).to(scn::Device::Cuda));
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  double fps1 = 0;
+  for (int b : batches) {
+    const std::vector<scn::Tensor> batch(frames.begin(), frames.begin() + b);
+    scn::BuildOptions o;
+    o.backend = scn::Backend::Cuda;
+    o.precision = scn::Precision::Fp16;
+    o.max_input_voxels = cfg.max_voxels;
+    o.max_batch = b;
+    o.cuda_graph = false;  // captured below with the voxelizer into one graph
+    auto engine = scn::load_engine_from_onnx(model, o);
+    auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, cloud.dim(0), 0, b);
+    vox->run_batch(batch, s);  // first forward outside the capture: planning and autotuning
+    engine->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid, b);
+    engine->forward(s);
+    CK(cudaStreamSynchronize(s));
+    vox->check_errors();
+    engine->check_errors();
+    const int64_t voxels = vox->count();
+    auto vox_work = [&] { vox->run_batch(batch, s); };
+    const double t_both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
+    const double t_vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
+    const double t_eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
+    vox->check_errors();
+    engine->check_errors();
+    const double fps = 1000.0 * b / t_both;
+    if (fps1 == 0) fps1 = fps;
+    std::printf(
+        "batch %2d: %lld voxels; points->BEV one graph median %.4f ms = %.0f frames/s (x%.2f batch %d); voxelizer "
+        "%.4f ms, network %.4f ms\n",
+        b, (long long)voxels, t_both, fps, fps / fps1, batches.front(), t_vox, t_eng);
+    std::fflush(stdout);
+  }
+  cudaStreamDestroy(s);
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> pos;
   std::string preset = "nuscenes-centerpoint";
+  std::string batch_sweep;
   int runs = 500, warmup = 50;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -66,11 +179,15 @@ int run(int argc, char** argv) {
       runs = std::stoi(next());
     else if (a == "--warmup")
       warmup = std::stoi(next());
+    else if (a == "--batch-sweep")
+      batch_sweep = next();
     else
       pos.push_back(a);
   }
   if (pos.size() != 2) {
-    std::fprintf(stderr, "usage: bench_points_to_bev MODEL.onnx POINTS [--preset NAME] [--runs N] [--warmup N]\n");
+    std::fprintf(stderr,
+                 "usage: bench_points_to_bev MODEL.onnx POINTS [--preset NAME] [--runs N] [--warmup N] "
+                 "[--batch-sweep 1,2,4,8]\n");
     return 2;
   }
   int devices = 0;
@@ -82,6 +199,12 @@ int run(int argc, char** argv) {
   scn::PointFileOptions po;
   po.columns = cfg.point_columns;
   const scn::Tensor host_points = scn::read_points(pos[1], po);
+  if (!batch_sweep.empty()) {
+    std::printf("points      %s: %lld points per frame, preset %s; model %s (fp16, CUDA)\n", pos[1].c_str(),
+                (long long)host_points.dim(0), preset.c_str(), pos[0].c_str());
+    run_batch_sweep(pos[0], cfg, host_points, parse_batches(batch_sweep), warmup, runs);
+    return 0;
+  }
   const scn::Tensor points = host_points.to(scn::Device::Cuda);
   const scn::Int3 grid = scn::model_grid(cfg);
 
@@ -103,21 +226,10 @@ int run(int argc, char** argv) {
   engine->check_errors();
   const int64_t voxels = vox->count();
 
-  auto capture = [&](bool with_vox, bool with_engine) {
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    if (with_vox) vox->run(points, s);
-    if (with_engine) engine->forward(s);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&exec, g, 0));
-    cudaGraphDestroy(g);
-    return exec;
-  };
-  cudaGraphExec_t both = capture(true, true), vox_only = capture(true, false), eng_only = capture(false, true);
-  const double t_both = scn::summarize_timings(time_graph(both, s, warmup, runs)).median;
-  const double t_vox = scn::summarize_timings(time_graph(vox_only, s, warmup, runs)).median;
-  const double t_eng = scn::summarize_timings(time_graph(eng_only, s, warmup, runs)).median;
+  auto vox_work = [&] { vox->run(points, s); };
+  const double t_both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
+  const double t_vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
+  const double t_eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
   vox->check_errors();
   engine->check_errors();
   std::printf("points      %s: %lld points, preset %s, %lld voxels, grid %dx%dx%d\n", pos[1].c_str(),
@@ -127,9 +239,6 @@ int run(int argc, char** argv) {
               warmup);
   std::printf("voxelizer alone (graph):                      median %.4f ms\n", t_vox);
   std::printf("network alone on the same voxels (graph):     median %.4f ms\n", t_eng);
-  cudaGraphExecDestroy(both);
-  cudaGraphExecDestroy(vox_only);
-  cudaGraphExecDestroy(eng_only);
   cudaStreamDestroy(s);
   return 0;
 }
