@@ -201,19 +201,21 @@ class Engine {
   /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
   /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
   /// count above the capacity planned at build is a device error raised by check_errors(). Enqueue the producer
-  /// and forward() on one stream you name: a null stream means the legacy default stream to Voxelizer::run but the
-  /// engine's own (non-blocking) stream to forward(), which would not wait for the producer.
+  /// and forward() on one stream you name, or name none to either: Voxelizer::run(points) then runs on the legacy
+  /// default stream and forward() after it (see forward()).
   /// Backends without it throw scn::Error (docs/voxelize.md, "One graph from points to BEV").
   virtual void set_input_device_count(int index, const Tensor& features, const Tensor& indices,
                                       const int32_t* device_count, const Int3& grid, int batch_size = 1,
                                       const InputLabels& labels = {});
-  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t; nullptr: the engine's own stream), no host
-  /// synchronisation. On a default stream (cudaStreamLegacy, cudaStreamPerThread: e.g. torch's default stream,
-  /// which cannot be captured into a CUDA graph) a captured graph is replayed on that stream; a forward that has
-  /// to capture (or tune, or fit capacities) first runs on the engine's own stream, ordered after and before
-  /// that stream's work by events. When
-  /// the caller is capturing `stream` into their own CUDA graph (BuildOptions::cuda_graph = false),
-  /// the forward is recorded into it; synchronise that stream before output() / check_errors().
+  /// Runs the graph. CUDA: enqueued on `stream` (a cudaStream_t), no host synchronisation. nullptr: the engine's own
+  /// stream, after the work enqueued so far on the legacy default stream when an input is bound on the device (its
+  /// producer: Voxelizer::run(points), a kernel or copy on stream 0); output() and check_errors() wait for it, and
+  /// output_async() is ordered on that own stream only. On a default stream (cudaStreamLegacy, cudaStreamPerThread:
+  /// e.g. torch's default stream, which cannot be captured into a CUDA graph) a captured graph is replayed on that
+  /// stream; a forward that has to capture (or tune, or fit capacities) first runs on the engine's own stream, ordered
+  /// after and before that stream's work by events. When the caller is capturing `stream` into their own CUDA graph
+  /// (BuildOptions::cuda_graph = false), the forward is recorded into it; synchronise that stream before output() /
+  /// check_errors().
   virtual void forward(void* stream = nullptr) = 0;
   /// A graph output (dense output: the tensor; sparse output: its features [N, C]). Lives on the
   /// backend's device; valid until the next forward.

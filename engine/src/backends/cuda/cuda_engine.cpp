@@ -266,6 +266,11 @@ void CudaEngine::forward(void* stream) {
     SCN_CUDA_CHECK(cudaEventRecord(done_event_, from));
     SCN_CUDA_CHECK(cudaStreamWaitEvent(own_stream_, done_event_, 0));
   };
+  // No stream named, inputs on the device: the engine's own stream does not wait for the legacy default stream (it is
+  // non-blocking), where Voxelizer::run(points) and plain launches and copies put the inputs' producers; the forward
+  // is ordered after what was enqueued there so far.
+  if (!stream && std::any_of(inputs_.begin(), inputs_.end(), [](const InputSlot& in) { return in.on_device; }))
+    own_stream_after(cudaStreamLegacy);
   cudaStream_t caller_default = nullptr;
   if ((s == cudaStreamLegacy || s == cudaStreamPerThread) && !graph_ready()) {
     caller_default = s;
