@@ -21,11 +21,7 @@ namespace {
 using namespace scn;
 
 #ifdef SCN_TEST_CUDA_RUNTIME
-std::vector<uint8_t> host_bytes(const Tensor& t) {
-  const Tensor h = t.to(Device::Host);
-  const auto* p = static_cast<const uint8_t*>(h.data());
-  return std::vector<uint8_t>(p, p + h.bytes());
-}
+using voxtest::host_bytes;
 
 TEST(PointsToBevCuda, OneGraphEqualsTwoSteps) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";

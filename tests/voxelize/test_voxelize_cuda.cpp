@@ -249,6 +249,48 @@ TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
 }
+
+// run_batch() forks the frames after the first onto lanes of their own and joins them before the append: inside a
+// capture those are parallel branches of the caller's graph. Replayed three times, with other frames' runs in
+// between (they leave the lanes' bitmaps clear), the graph gives the rows of the same batch run outside the capture,
+// which are the CPU's frames bit for bit.
+TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {
+  SCN_REQUIRE_CUDA();
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const std::vector<Tensor> frames{voxtest::make_cloud(c, 200000, 61).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 5000, 62).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 150000, 63).to(Device::Cuda)};
+  const std::vector<Tensor> others{voxtest::make_cloud(c, 100000, 64).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 120000, 65).to(Device::Cuda)};
+  auto gpu = Voxelizer::create(c, Backend::Cuda, 300000, 0, 3);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  gpu->run_batch(frames, s);  // outside the capture: against the CPU's frames
+  EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 50000);
+  const std::vector<uint8_t> want_f = voxtest::host_bytes(gpu->features()),
+                             want_i = voxtest::host_bytes(gpu->indices());
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  gpu->run_batch(frames, s);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_GT(nodes, 3u * 6u) << "the three frames' kernels are not all in the graph";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    gpu->run_batch({others[size_t(round % 2)], others[size_t(1 - round % 2)]}, s);
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    // the host's record of the last call is the other batch's; the device count and rows are the graph's
+    EXPECT_TRUE(voxtest::host_bytes(gpu->features()) == want_f);
+    EXPECT_TRUE(voxtest::host_bytes(gpu->indices()) == want_i);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
 #endif
 
 }  // namespace

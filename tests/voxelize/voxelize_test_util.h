@@ -107,6 +107,13 @@ inline RefResult reference_voxelize(const Tensor& points, const VoxelizerConfig&
   return r;
 }
 
+/// The tensor's bytes, brought to the host.
+inline std::vector<uint8_t> host_bytes(const Tensor& t) {
+  const Tensor h = t.to(Device::Host);
+  const auto* p = static_cast<const uint8_t*>(h.data());
+  return std::vector<uint8_t>(p, p + h.bytes());
+}
+
 /// Features as float32 values (float16 converted).
 inline std::vector<float> floats(const Tensor& t) {
   std::vector<float> v(size_t(t.numel()));

@@ -1,7 +1,10 @@
 // The CUDA voxelizer (scn::Voxelizer on CUDA): its buffers, sized once at construction, and the launches of the
-// kernels of voxelize_kernels.cuh (whose header describes the six steps) for run() and, frame after frame with the
-// append, for run_batch(). Both enqueue only: no allocation, no host synchronisation; count(), stats() and the
-// outputs synchronise on the stream of the last run.
+// kernels of voxelize_kernels.cuh (whose header describes the six steps) for run() and run_batch(). A frame's kernels
+// work in a lane (its bitmaps, ranks, per-point and per-voxel buffers, statistics and output rows); run() uses lane 0
+// on the caller's stream, run_batch() gives frame b lane b, the lanes after the first on streams of their own forked
+// from the caller's and joined to it, so the frames' kernels overlap, then one kernel appends the frames' rows in
+// frame order. Both enqueue only: no allocation, no host synchronisation; count(), stats() and the outputs
+// synchronise on the stream of the last run.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -35,33 +38,50 @@ class CudaVoxelizer final : public Voxelizer {
     coarse_words_ = (words + kWordsPerCoarse - 1) / kWordsPerCoarse;
     rank_blocks_ = (coarse_words_ + kCoarsePerRankBlock - 1) / kCoarsePerRankBlock;
     const size_t padded_words = size_t(coarse_words_) * kWordsPerCoarse;
-    bits_.alloc(padded_words * 8);
-    coarse_.alloc(size_t(coarse_words_) * 8);
-    word_rank_.alloc(padded_words * 4);
-    block_total_.alloc(size_t(rank_blocks_) * 4);
-    block_prefix_.alloc(size_t(rank_blocks_) * 4);
-    for (DeviceBuffer* b : {&keys_, &spill_voxel_, &spill_order_, &spill_}) b->alloc(P * 4);
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
-    counts_.alloc((V + 1) * 4);
-    slots_.alloc((V + 1) * kSlots * 4);
-    spill_base_.alloc((V + 1) * 4);
-    big_list_.alloc((V + 1) * 4);
-    staging_.alloc(P * size_t(c.point_columns) * 4);
-    small_.alloc(kSmallBytes);
+    lanes_.resize(size_t(max_batch));
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      Lane& lane = lanes_[l];
+      lane.bits.alloc(padded_words * 8);
+      lane.coarse.alloc(size_t(coarse_words_) * 8);
+      lane.word_rank.alloc(padded_words * 4);
+      lane.block_total.alloc(size_t(rank_blocks_) * 4);
+      lane.block_prefix.alloc(size_t(rank_blocks_) * 4);
+      for (DeviceBuffer* b : {&lane.keys, &lane.spill_voxel, &lane.spill_order, &lane.spill}) b->alloc(P * 4);
+      lane.counts.alloc((V + 1) * 4);
+      lane.slots.alloc((V + 1) * kSlots * 4);
+      lane.spill_base.alloc((V + 1) * 4);
+      lane.big_list.alloc((V + 1) * 4);
+      lane.staging.alloc(P * size_t(c.point_columns) * 4);
+      // The bitmaps start clear once; every run clears what it set (big_voxels_kernel).
+      SCN_CUDA_CHECK(cudaMemset(lane.bits.get(), 0, lane.bits.bytes()));
+      SCN_CUDA_CHECK(cudaMemset(lane.coarse.get(), 0, lane.coarse.bytes()));
+      if (l > 0) {
+        SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+        SCN_CUDA_CHECK(cudaEventCreateWithFlags(&lane.done, cudaEventDisableTiming));
+      }
+    }
+    SCN_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    small_.alloc(lanes_.size() * kSmallBytes);
+    SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
     columns_.alloc(size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
-    features_.alloc(size_t(c.max_voxels) * size_t(F_) * dtype_size(c.feature_dtype));
-    indices_.alloc(size_t(c.max_voxels) * 16);
-    const size_t batch_rows = size_t(max_batch) * size_t(c.max_voxels);
-    batch_features_.alloc(batch_rows * size_t(F_) * dtype_size(c.feature_dtype));
-    batch_indices_.alloc(batch_rows * 16);
+    row_bytes_ = size_t(F_) * dtype_size(c.feature_dtype);
+    const size_t lane_rows = lanes_.size() * size_t(c.max_voxels);
+    features_.alloc(lane_rows * row_bytes_);
+    indices_.alloc(lane_rows * 16);
+    batch_features_.alloc(lane_rows * row_bytes_);
+    batch_indices_.alloc(lane_rows * 16);
     batch_state_.alloc(sizeof(BatchState));
-    batch_offsets_.alloc(size_t(max_batch + 1) * 4);
-    // The bitmaps start clear once; every run clears what it set (big_voxels_kernel).
-    SCN_CUDA_CHECK(cudaMemset(bits_.get(), 0, bits_.bytes()));
-    SCN_CUDA_CHECK(cudaMemset(coarse_.get(), 0, coarse_.bytes()));
-    SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
+  }
+  ~CudaVoxelizer() override {
+    cudaSetDevice(device_);
+    for (Lane& lane : lanes_) {
+      if (lane.stream) cudaStreamDestroy(lane.stream);
+      if (lane.done) cudaEventDestroy(lane.done);
+    }
+    if (fork_) cudaEventDestroy(fork_);
   }
 
   Backend backend() const override { return Backend::Cuda; }
@@ -70,7 +90,11 @@ class CudaVoxelizer final : public Voxelizer {
     check_frame(points);
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
-    enqueue(points, static_cast<cudaStream_t>(stream));
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    enqueue(points, 0, s);
+    stream_ = s;
+    points_ = points.dim(0);
+    ran_ = true;
   }
 
   void run_batch(const std::vector<Tensor>& frames, void* stream) override {
@@ -79,23 +103,34 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
-    SCN_CUDA_CHECK(cudaMemsetAsync(batch_state_.get(), 0, batch_state_.bytes(), s));
-    SCN_CUDA_CHECK(cudaMemsetAsync(batch_offsets_.get(), 0, batch_offsets_.bytes(), s));
-    const int row_units = int(size_t(F_) * dtype_size(config_.feature_dtype) / 2);
-    const int blocks = int(std::max<int64_t>(
-        1, std::min<int64_t>((config_.max_voxels + kThreads - 1) / kThreads, int64_t(sm_count_) * 8)));
+    // Lanes 1.. start after what the caller enqueued on s so far and end before the append (events: no host wait;
+    // inside the caller's graph capture they become parallel branches of it).
+    if (frames.size() > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_, s));
     frame_points_.clear();
     int64_t points = 0;
     for (size_t b = 0; b < frames.size(); ++b) {
-      enqueue(frames[b], s);
-      append_frame_kernel<<<blocks, kThreads, 0, s>>>(
-          features_.get<uint16_t>(), indices_.get<int4>(), counters(), stats_ptr(), row_units, int32_t(b),
-          batch_features_.get<uint16_t>(), batch_indices_.get<int4>(), batch_offsets_.get<int32_t>(), batch_state());
-      SCN_CUDA_LAUNCHED();
+      Lane& lane = lanes_[b];
+      cudaStream_t ls = b == 0 ? s : lane.stream;
+      if (b > 0) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_, 0));
+      enqueue(frames[b], int(b), ls);
+      if (b > 0) {
+        SCN_CUDA_CHECK(cudaEventRecord(lane.done, ls));
+        SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done, 0));
+      }
       frame_points_.push_back(frames[b].dim(0));
       points += frames[b].dim(0);
     }
+    const int nf = int(frames.size());
+    const int blocks = int(std::max<int64_t>(
+        1, std::min<int64_t>((config_.max_voxels + kThreads - 1) / kThreads, int64_t(sm_count_) * 8 / nf)));
+    append_batch_kernel<<<dim3(unsigned(blocks), unsigned(nf)), kThreads, 0, s>>>(
+        features_.get<uint16_t>(), indices_.get<int4>(), config_.max_voxels, small_.get<char>(), int64_t(kSmallBytes),
+        int(kCountersOffset), nf, int(row_bytes_ / 2), batch_features_.get<uint16_t>(), batch_indices_.get<int4>(),
+        batch_state());
+    SCN_CUDA_LAUNCHED();
+    stream_ = s;
     points_ = points;
+    ran_ = true;
     batched_ = true;
   }
 
@@ -106,7 +141,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaMemcpy(&n, device_count(), 4, cudaMemcpyDeviceToHost));
     return n;
   }
-  const int32_t* device_count() const override { return batched_ ? &batch_state()->total : count_ptr(); }
+  const int32_t* device_count() const override { return batched_ ? &batch_state()->total : &counters(0)->count; }
   Tensor features() override {
     const int64_t n = count();
     return Tensor::wrap(out_features(), {n, F_}, config_.feature_dtype, Device::Cuda);
@@ -172,44 +207,47 @@ class CudaVoxelizer final : public Voxelizer {
               " the CUDA voxelizer was created for (its workspace is sized once)");
   }
 
-  /// One frame's six kernels into the frame buffers (run(); run_batch() once per frame).
-  void enqueue(const Tensor& points, cudaStream_t s) {
+  /// One frame's six kernels in lane `l` (its buffers, statistics and output rows), enqueued on s.
+  void enqueue(const Tensor& points, int l, cudaStream_t s) {
+    Lane& lane = lanes_[size_t(l)];
     const int64_t P = points.dim(0);
     const void* pts = points.data();
     if (points.device() == Device::Host && P > 0) {  // a pageable copy: the host waits for it
-      SCN_CUDA_CHECK(cudaMemcpyAsync(staging_.get(), points.data(), points.bytes(), cudaMemcpyHostToDevice, s));
-      pts = staging_.get();
+      SCN_CUDA_CHECK(cudaMemcpyAsync(lane.staging.get(), points.data(), points.bytes(), cudaMemcpyHostToDevice, s));
+      pts = lane.staging.get();
     }
-    SCN_CUDA_CHECK(cudaMemsetAsync(small_.get(), 0, small_.bytes(), s));
+    SCN_CUDA_CHECK(cudaMemsetAsync(small_.get<char>() + size_t(l) * kSmallBytes, 0, kSmallBytes, s));
     const int64_t V = std::min<int64_t>(P, config_.max_voxels);  // voxels that can be written
     const int blocks = int(std::max<int64_t>(1, (P + kThreads - 1) / kThreads));
+    unsigned long long* bits = lane.bits.get<unsigned long long>();
+    unsigned long long* coarse = lane.coarse.get<unsigned long long>();
     if (P > 0) {
       if (points.dtype() == DType::Float32)
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), P, config_.point_columns, g_,
-                                                    keys_.get<uint32_t>(), bits(), coarse(), counts_.get<int32_t>(), V,
-                                                    stats_ptr());
+                                                    lane.keys.get<uint32_t>(), bits, coarse, lane.counts.get<int32_t>(),
+                                                    V, stats(l));
       else
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), P, config_.point_columns, g_,
-                                                    keys_.get<uint32_t>(), bits(), coarse(), counts_.get<int32_t>(), V,
-                                                    stats_ptr());
+                                                    lane.keys.get<uint32_t>(), bits, coarse, lane.counts.get<int32_t>(),
+                                                    V, stats(l));
       SCN_CUDA_LAUNCHED();
     }
-    rank_kernel<<<int(rank_blocks_), kThreads, 0, s>>>(bits(), coarse(), coarse_words_, word_rank_.get<int32_t>(),
-                                                       block_total_.get<int32_t>(), block_prefix_.get<int32_t>(),
-                                                       int32_t(config_.max_voxels), stats_ptr(), counters());
+    rank_kernel<<<int(rank_blocks_), kThreads, 0, s>>>(
+        bits, coarse, coarse_words_, lane.word_rank.get<int32_t>(), lane.block_total.get<int32_t>(),
+        lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(l), counters(l));
     SCN_CUDA_LAUNCHED();
     if (P > 0) {
-      count_kernel<<<blocks, kThreads, 0, s>>>(keys_.get<uint32_t>(), P, g_.cells, bits(), word_rank_.get<int32_t>(),
-                                               block_prefix_.get<int32_t>(), int32_t(config_.max_voxels),
-                                               counts_.get<int32_t>(), slots_.get<uint32_t>(),
-                                               spill_voxel_.get<int32_t>(), spill_order_.get<int32_t>());
+      count_kernel<<<blocks, kThreads, 0, s>>>(
+          lane.keys.get<uint32_t>(), P, g_.cells, bits, lane.word_rank.get<int32_t>(), lane.block_prefix.get<int32_t>(),
+          int32_t(config_.max_voxels), lane.counts.get<int32_t>(), lane.slots.get<uint32_t>(),
+          lane.spill_voxel.get<int32_t>(), lane.spill_order.get<int32_t>());
       SCN_CUDA_LAUNCHED();
-      FeatureArgs a{keys_.get<uint32_t>(),
-                    counts_.get<int32_t>(),
-                    slots_.get<uint32_t>(),
-                    spill_base_.get<int32_t>(),
-                    spill_.get<uint32_t>(),
-                    &counters()->count,
+      FeatureArgs a{lane.keys.get<uint32_t>(),
+                    lane.counts.get<int32_t>(),
+                    lane.slots.get<uint32_t>(),
+                    lane.spill_base.get<int32_t>(),
+                    lane.spill.get<uint32_t>(),
+                    &counters(l)->count,
                     columns_.get<int>(),
                     F_,
                     config_.point_columns,
@@ -217,47 +255,57 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
-      launch_features(pts, points.dtype(), a, P, blocks, fblocks, s);
+      launch_features(pts, points.dtype(), a, l, P, blocks, fblocks, s);
     }
-    stream_ = s;
-    points_ = P;
-    ran_ = true;
   }
 
-  /// small_: DeviceStats, then DeviceCounters (one memset per run clears both).
+  /// small_: per lane kSmallBytes, DeviceStats then DeviceCounters (one memset per frame clears both).
   static constexpr size_t kCountersOffset = 64;
   static constexpr size_t kSmallBytes = 128;
-  DeviceStats* stats_ptr() const { return small_.get<DeviceStats>(); }
-  DeviceCounters* counters() const { return reinterpret_cast<DeviceCounters*>(small_.get<char>() + kCountersOffset); }
-  int32_t* count_ptr() const { return &counters()->count; }
-  unsigned long long* bits() const { return bits_.get<unsigned long long>(); }
-  unsigned long long* coarse() const { return coarse_.get<unsigned long long>(); }
+  DeviceStats* stats(int l) const {
+    return reinterpret_cast<DeviceStats*>(small_.get<char>() + size_t(l) * kSmallBytes);
+  }
+  DeviceCounters* counters(int l) const {
+    return reinterpret_cast<DeviceCounters*>(small_.get<char>() + size_t(l) * kSmallBytes + kCountersOffset);
+  }
+  /// Lane l's output rows (max_voxels of them).
+  char* lane_features(int l) const {
+    return features_.get<char>() + size_t(l) * size_t(config_.max_voxels) * row_bytes_;
+  }
+  int4* lane_indices(int l) const { return indices_.get<int4>() + size_t(l) * size_t(config_.max_voxels); }
 
-  void launch_features(const void* pts, DType in, const FeatureArgs& a, int64_t P, int point_blocks, int blocks,
+  void launch_features(const void* pts, DType in, const FeatureArgs& a, int l, int64_t P, int point_blocks, int blocks,
                        cudaStream_t s) {
     const bool half_out = config_.feature_dtype == DType::Float16;
+    char* feat = lane_features(l);
     if (in == DType::Float32 && half_out)
-      launch_features_as(static_cast<const float*>(pts), features_.get<__half>(), a, P, point_blocks, blocks, s);
+      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<__half*>(feat), a, l, P, point_blocks, blocks,
+                         s);
     else if (in == DType::Float32)
-      launch_features_as(static_cast<const float*>(pts), features_.get<float>(), a, P, point_blocks, blocks, s);
+      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<float*>(feat), a, l, P, point_blocks, blocks,
+                         s);
     else if (half_out)
-      launch_features_as(static_cast<const __half*>(pts), features_.get<__half>(), a, P, point_blocks, blocks, s);
+      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<__half*>(feat), a, l, P, point_blocks,
+                         blocks, s);
     else
-      launch_features_as(static_cast<const __half*>(pts), features_.get<float>(), a, P, point_blocks, blocks, s);
+      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<float*>(feat), a, l, P, point_blocks, blocks,
+                         s);
   }
 
   template <typename T, typename O>
-  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int64_t P, int point_blocks, int blocks,
+  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int l, int64_t P, int point_blocks, int blocks,
                           cudaStream_t s) {
-    int4* idx = indices_.get<int4>();
-    features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(),
-                                                spill_base_.get<int32_t>(), counters(), stats_ptr());
+    Lane& lane = lanes_[size_t(l)];
+    int4* idx = lane_indices(l);
+    features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, lane.big_list.get<int32_t>(),
+                                                lane.spill_base.get<int32_t>(), counters(l), stats(l));
     SCN_CUDA_LAUNCHED();
-    spill_kernel<<<point_blocks, kThreads, 0, s>>>(P, spill_voxel_.get<int32_t>(), spill_order_.get<int32_t>(),
-                                                   spill_base_.get<int32_t>(), spill_.get<uint32_t>());
+    spill_kernel<<<point_blocks, kThreads, 0, s>>>(P, lane.spill_voxel.get<int32_t>(), lane.spill_order.get<int32_t>(),
+                                                   lane.spill_base.get<int32_t>(), lane.spill.get<uint32_t>());
     SCN_CUDA_LAUNCHED();
-    big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, big_list_.get<int32_t>(), counters(),
-                                                         bits(), coarse(), coarse_words_);
+    big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, lane.big_list.get<int32_t>(),
+                                                         counters(l), lane.bits.get<unsigned long long>(),
+                                                         lane.coarse.get<unsigned long long>(), coarse_words_);
     SCN_CUDA_LAUNCHED();
   }
 
@@ -274,7 +322,7 @@ class CudaVoxelizer final : public Voxelizer {
     if (batched_)
       SCN_CUDA_CHECK(cudaMemcpy(&d, batch_state(), sizeof(d), cudaMemcpyDeviceToHost));
     else
-      SCN_CUDA_CHECK(cudaMemcpy(&d.stats, stats_ptr(), sizeof(d.stats), cudaMemcpyDeviceToHost));
+      SCN_CUDA_CHECK(cudaMemcpy(&d.stats, stats(0), sizeof(d.stats), cudaMemcpyDeviceToHost));
     return d;
   }
   BatchState* batch_state() const { return batch_state_.get<BatchState>(); }
@@ -282,17 +330,29 @@ class CudaVoxelizer final : public Voxelizer {
   void* out_indices() const { return batched_ ? batch_indices_.get() : indices_.get(); }
   int64_t buffer_rows() const { return batched_ ? int64_t(max_batch_) * config_.max_voxels : config_.max_voxels; }
 
+  /// One frame's workspace (run(): lane 0; run_batch(): frame b in lane b). Lanes 1.. have their own stream and an
+  /// event marking their frame's end.
+  struct Lane {
+    DeviceBuffer bits, coarse, word_rank, block_total, block_prefix;  // cell bitmaps and ranks
+    DeviceBuffer keys, spill_voxel, spill_order, spill;               // per point
+    DeviceBuffer counts, slots, spill_base, big_list;                 // per voxel
+    DeviceBuffer staging;                                             // host points copied in
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+  };
+
   int device_;
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
+  size_t row_bytes_ = 0;      ///< bytes of a feature row
   int64_t coarse_words_ = 0;  ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
   int64_t rank_blocks_ = 0;   ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
-  DeviceBuffer bits_, coarse_, word_rank_, block_total_, block_prefix_;  // cell bitmaps and ranks
-  DeviceBuffer keys_, spill_voxel_, spill_order_, spill_;                // per point
-  DeviceBuffer counts_, slots_, spill_base_, big_list_;                  // per voxel
-  DeviceBuffer staging_, small_, columns_, features_, indices_;
-  DeviceBuffer batch_features_, batch_indices_, batch_state_, batch_offsets_;  // run_batch()'s output
+  std::vector<Lane> lanes_;   ///< max_batch of them
+  cudaEvent_t fork_ = nullptr;
+  DeviceBuffer small_, columns_;
+  DeviceBuffer features_, indices_;                            ///< the lanes' output rows, max_voxels per lane
+  DeviceBuffer batch_features_, batch_indices_, batch_state_;  // run_batch()'s output
   std::vector<int64_t> frame_points_;  ///< the last batch's point counts, for its overflow message
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;

@@ -20,8 +20,8 @@
 //      with round-to-nearest adds and one divide, as the CPU does. The same kernel then clears the
 //      bitmap words the second-level bitmap lists, so the next run starts from a clean bitmap
 //      without a memset of the whole grid.
-// run_batch() runs those kernels frame after frame, each frame's voxels then appended to the batch buffers behind the
-// previous frames' (append_frame_kernel: offsets and the batch's count stay on the device).
+// run_batch() runs each frame's kernels in a workspace of its own (a lane, voxelize_cuda.cu), the frames side by side,
+// then append_batch_kernel puts their voxels behind one another (offsets and the batch's count stay on the device).
 // Design and measurements: docs/voxelize.md, docs/benchmarks.md.
 #pragma once
 
@@ -36,7 +36,6 @@
 namespace scn::vox {
 
 namespace {  // one translation unit includes this file (voxelize_cuda.cu)
-
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -437,33 +436,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// Appends frame b's voxels (the frame buffers after its run) to the batch buffers at offsets[b], with batch index b;
-/// writes offsets[b + 1] and the batch's count, and adds the frame's statistics to the batch's. Rows are copied in
-/// 16-bit units (features are float16 or float32).
+/// Appends the batch's frames to the batch buffers in frame order, with batch index b for frame b. Frame b's rows are
+/// lane b's (`lane_rows` rows apart in feat / idx); its statistics and counters sit in lane b's `small_stride` bytes of
+/// `small` (DeviceStats first, DeviceCounters at `counters_offset`). Block row blockIdx.y copies frame b's rows behind
+/// frames 0..b-1; block (0, 0)'s first thread writes the batch's count and its statistics, summed in frame order (the
+/// first frame that overflowed named). Rows are copied in 16-bit units (features are float16 or float32).
 __global__ void __launch_bounds__(kThreads)
-    append_frame_kernel(const uint16_t* __restrict__ feat, const int4* __restrict__ idx, const DeviceCounters* ctr,
-                        const DeviceStats* st, int row_units, int32_t b, uint16_t* __restrict__ batch_feat,
-                        int4* __restrict__ batch_idx, int32_t* __restrict__ offsets, BatchState* bs) {
-  const int32_t n = ctr->count;
-  const int32_t base = offsets[b];
-  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the only writer of offsets[b + 1] and of the batch's state
-    offsets[b + 1] = base + n;
-    bs->total = base + n;
-    bs->stats.out_of_range += st->out_of_range;
-    bs->stats.non_finite += st->non_finite;
-    bs->stats.full += st->full;
-    bs->stats.voxels_found += st->voxels_found;
-    if (st->overflow && !bs->overflow_frame) {
-      bs->stats.overflow = 1;
-      bs->overflow_frame = b + 1;
-      bs->overflow_found = st->voxels_found;
+    append_batch_kernel(const uint16_t* __restrict__ feat, const int4* __restrict__ idx, int64_t lane_rows,
+                        const char* __restrict__ small, int64_t small_stride, int counters_offset, int frames,
+                        int row_units, uint16_t* __restrict__ batch_feat, int4* __restrict__ batch_idx,
+                        BatchState* bs) {
+  const auto stats_of = [&](int f) { return reinterpret_cast<const DeviceStats*>(small + f * small_stride); };
+  const auto count_of = [&](int f) {
+    return reinterpret_cast<const DeviceCounters*>(small + f * small_stride + counters_offset)->count;
+  };
+  const int b = int(blockIdx.y);
+  int32_t base = 0;
+  for (int f = 0; f < b; ++f) base += count_of(f);
+  if (b == 0 && blockIdx.x == 0 && threadIdx.x == 0) {  // the only writer of the batch's state
+    BatchState t{};
+    for (int f = 0; f < frames; ++f) {
+      const DeviceStats* st = stats_of(f);
+      t.total += count_of(f);
+      t.stats.out_of_range += st->out_of_range;
+      t.stats.non_finite += st->non_finite;
+      t.stats.full += st->full;
+      t.stats.voxels_found += st->voxels_found;
+      if (st->overflow && !t.overflow_frame) {
+        t.stats.overflow = 1;
+        t.overflow_frame = f + 1;
+        t.overflow_found = st->voxels_found;
+      }
     }
+    *bs = t;
   }
+  const int32_t n = count_of(b);
+  const uint16_t* src_feat = feat + b * lane_rows * row_units;
+  const int4* src_idx = idx + b * lane_rows;
   for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads) {
-    int4 r = idx[i];
+    int4 r = src_idx[i];
     r.x = b;
     batch_idx[base + i] = r;
-    const uint16_t* src = feat + i * row_units;
+    const uint16_t* src = src_feat + i * row_units;
     uint16_t* dst = batch_feat + (base + i) * row_units;
     for (int k = 0; k < row_units; ++k) dst[k] = src[k];
   }
