@@ -117,10 +117,52 @@ std::vector<int> parse_batches(const std::string& text) {
   return out;
 }
 
+struct PipelineTimes {
+  int64_t voxels = 0;
+  double both = 0, vox = 0, eng = 0;  ///< medians, ms: voxelizer + network, voxelizer alone, network alone
+};
+
+// One voxelizer and one engine (max_batch = the frame count) for `frames`: one frame through Voxelizer::run, or the
+// frames as a batch through run_batch; the first run outside the captures (planning and autotuning), then the graph
+// of both and each alone timed on s.
+PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig& cfg, int64_t max_points,
+                            const std::vector<scn::Tensor>& frames, bool as_batch, cudaStream_t s, int warmup,
+                            int runs) {
+  const int b = int(frames.size());
+  scn::BuildOptions o;
+  o.backend = scn::Backend::Cuda;
+  o.precision = scn::Precision::Fp16;
+  o.max_input_voxels = cfg.max_voxels;
+  o.max_batch = b;
+  o.cuda_graph = false;  // captured below with the voxelizer into one graph
+  auto engine = scn::load_engine_from_onnx(model, o);
+  auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, max_points, 0, b);
+  const auto vox_work = [&] {
+    if (as_batch)
+      vox->run_batch(frames, s);
+    else
+      vox->run(frames.front(), s);
+  };
+  vox_work();
+  engine->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(),
+                                 scn::model_grid(cfg), b);
+  engine->forward(s);
+  CK(cudaStreamSynchronize(s));
+  vox->check_errors();
+  engine->check_errors();
+  PipelineTimes t;
+  t.voxels = vox->count();
+  t.both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
+  t.vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
+  t.eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
+  vox->check_errors();
+  engine->check_errors();
+  return t;
+}
+
 // --batch-sweep: points -> BEV for batches of frames, each batch size on its own voxelizer and engine.
 void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, const scn::Tensor& cloud,
                      const std::vector<int>& batches, int warmup, int runs) {
-  const scn::Int3 grid = scn::model_grid(cfg);
   int most = 0;
   for (int b : batches) most = std::max(most, b);
   std::vector<scn::Tensor> frames;
@@ -130,33 +172,13 @@ void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, 
   double fps1 = 0;
   for (int b : batches) {
     const std::vector<scn::Tensor> batch(frames.begin(), frames.begin() + b);
-    scn::BuildOptions o;
-    o.backend = scn::Backend::Cuda;
-    o.precision = scn::Precision::Fp16;
-    o.max_input_voxels = cfg.max_voxels;
-    o.max_batch = b;
-    o.cuda_graph = false;  // captured below with the voxelizer into one graph
-    auto engine = scn::load_engine_from_onnx(model, o);
-    auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, cloud.dim(0), 0, b);
-    vox->run_batch(batch, s);  // first forward outside the capture: planning and autotuning
-    engine->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid, b);
-    engine->forward(s);
-    CK(cudaStreamSynchronize(s));
-    vox->check_errors();
-    engine->check_errors();
-    const int64_t voxels = vox->count();
-    auto vox_work = [&] { vox->run_batch(batch, s); };
-    const double t_both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
-    const double t_vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
-    const double t_eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
-    vox->check_errors();
-    engine->check_errors();
-    const double fps = 1000.0 * b / t_both;
+    const PipelineTimes t = time_pipeline(model, cfg, cloud.dim(0), batch, true, s, warmup, runs);
+    const double fps = 1000.0 * b / t.both;
     if (fps1 == 0) fps1 = fps;
     std::printf(
         "batch %2d: %lld voxels; points->BEV one graph median %.4f ms = %.0f frames/s (x%.2f batch %d); voxelizer "
         "%.4f ms, network %.4f ms\n",
-        b, (long long)voxels, t_both, fps, fps / fps1, batches.front(), t_vox, t_eng);
+        b, (long long)t.voxels, t.both, fps, fps / fps1, batches.front(), t.vox, t.eng);
     std::fflush(stdout);
   }
   cudaStreamDestroy(s);
@@ -205,40 +227,18 @@ int run(int argc, char** argv) {
     run_batch_sweep(pos[0], cfg, host_points, parse_batches(batch_sweep), warmup, runs);
     return 0;
   }
-  const scn::Tensor points = host_points.to(scn::Device::Cuda);
   const scn::Int3 grid = scn::model_grid(cfg);
-
-  scn::BuildOptions o;
-  o.backend = scn::Backend::Cuda;
-  o.precision = scn::Precision::Fp16;
-  o.max_input_voxels = cfg.max_voxels;
-  o.cuda_graph = false;  // captured below with the voxelizer into one graph
-  auto engine = scn::load_engine_from_onnx(pos[0], o);
-  auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, host_points.dim(0));
-  engine->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(), grid);
-
   cudaStream_t s = nullptr;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  vox->run(points, s);  // first forward outside the capture: planning and autotuning
-  engine->forward(s);
-  CK(cudaStreamSynchronize(s));
-  vox->check_errors();
-  engine->check_errors();
-  const int64_t voxels = vox->count();
-
-  auto vox_work = [&] { vox->run(points, s); };
-  const double t_both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
-  const double t_vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
-  const double t_eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
-  vox->check_errors();
-  engine->check_errors();
+  const PipelineTimes t =
+      time_pipeline(pos[0], cfg, host_points.dim(0), {host_points.to(scn::Device::Cuda)}, false, s, warmup, runs);
   std::printf("points      %s: %lld points, preset %s, %lld voxels, grid %dx%dx%d\n", pos[1].c_str(),
-              (long long)host_points.dim(0), preset.c_str(), (long long)voxels, grid[0], grid[1], grid[2]);
+              (long long)host_points.dim(0), preset.c_str(), (long long)t.voxels, grid[0], grid[1], grid[2]);
   std::printf("model       %s (fp16, CUDA)\n", pos[0].c_str());
-  std::printf("points->BEV one graph (voxelizer + network): median %.4f ms (%d runs after %d warm-up)\n", t_both, runs,
+  std::printf("points->BEV one graph (voxelizer + network): median %.4f ms (%d runs after %d warm-up)\n", t.both, runs,
               warmup);
-  std::printf("voxelizer alone (graph):                      median %.4f ms\n", t_vox);
-  std::printf("network alone on the same voxels (graph):     median %.4f ms\n", t_eng);
+  std::printf("voxelizer alone (graph):                      median %.4f ms\n", t.vox);
+  std::printf("network alone on the same voxels (graph):     median %.4f ms\n", t.eng);
   cudaStreamDestroy(s);
   return 0;
 }
