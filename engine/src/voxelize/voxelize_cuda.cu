@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -22,6 +23,24 @@ namespace scn::vox {
 namespace {
 
 using DeviceBuffer = cuda::DevMem;  // owned device memory (backends/cuda/cuda_mem.h)
+
+/// A non-blocking CUDA stream, destroyed with its owner.
+struct OwnedStream {
+  cudaStream_t s = nullptr;
+  OwnedStream() { SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~OwnedStream() { cudaStreamDestroy(s); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+};
+
+/// A CUDA event without timing, destroyed with its owner.
+struct OwnedEvent {
+  cudaEvent_t e = nullptr;
+  OwnedEvent() { SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+  ~OwnedEvent() { cudaEventDestroy(e); }
+  OwnedEvent(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(const OwnedEvent&) = delete;
+};
 
 class CudaVoxelizer final : public Voxelizer {
  public:
@@ -57,11 +76,11 @@ class CudaVoxelizer final : public Voxelizer {
       SCN_CUDA_CHECK(cudaMemset(lane.bits.get(), 0, lane.bits.bytes()));
       SCN_CUDA_CHECK(cudaMemset(lane.coarse.get(), 0, lane.coarse.bytes()));
       if (l > 0) {
-        SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
-        SCN_CUDA_CHECK(cudaEventCreateWithFlags(&lane.done, cudaEventDisableTiming));
+        lane.stream = std::make_unique<OwnedStream>();
+        lane.done = std::make_unique<OwnedEvent>();
       }
     }
-    SCN_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    fork_ = std::make_unique<OwnedEvent>();  // streams and events on the voxelizer's device (set above)
     small_.alloc(lanes_.size() * kSmallBytes);
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
     columns_.alloc(size_t(F_) * sizeof(int));
@@ -75,14 +94,7 @@ class CudaVoxelizer final : public Voxelizer {
     batch_indices_.alloc(lane_rows * 16);
     batch_state_.alloc(sizeof(BatchState));
   }
-  ~CudaVoxelizer() override {
-    cudaSetDevice(device_);
-    for (Lane& lane : lanes_) {
-      if (lane.stream) cudaStreamDestroy(lane.stream);
-      if (lane.done) cudaEventDestroy(lane.done);
-    }
-    if (fork_) cudaEventDestroy(fork_);
-  }
+  ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 
   Backend backend() const override { return Backend::Cuda; }
 
@@ -105,17 +117,17 @@ class CudaVoxelizer final : public Voxelizer {
     batched_ = false;
     // Lanes 1.. start after what the caller enqueued on s so far and end before the append (events: no host wait;
     // inside the caller's graph capture they become parallel branches of it).
-    if (frames.size() > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_, s));
+    if (frames.size() > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
     frame_points_.clear();
     int64_t points = 0;
     for (size_t b = 0; b < frames.size(); ++b) {
       Lane& lane = lanes_[b];
-      cudaStream_t ls = b == 0 ? s : lane.stream;
-      if (b > 0) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_, 0));
+      cudaStream_t ls = b == 0 ? s : lane.stream->s;
+      if (b > 0) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));
       enqueue(frames[b], int(b), ls);
       if (b > 0) {
-        SCN_CUDA_CHECK(cudaEventRecord(lane.done, ls));
-        SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done, 0));
+        SCN_CUDA_CHECK(cudaEventRecord(lane.done->e, ls));
+        SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done->e, 0));
       }
       frame_points_.push_back(frames[b].dim(0));
       points += frames[b].dim(0);
@@ -337,19 +349,19 @@ class CudaVoxelizer final : public Voxelizer {
     DeviceBuffer keys, spill_voxel, spill_order, spill;               // per point
     DeviceBuffer counts, slots, spill_base, big_list;                 // per voxel
     DeviceBuffer staging;                                             // host points copied in
-    cudaStream_t stream = nullptr;
-    cudaEvent_t done = nullptr;
+    std::unique_ptr<OwnedStream> stream;                              // lanes 1..
+    std::unique_ptr<OwnedEvent> done;                                 // lanes 1..: the frame's end on `stream`
   };
 
   int device_;
   Geometry g_;
   int sm_count_ = 1;
   int F_ = 0;
-  size_t row_bytes_ = 0;      ///< bytes of a feature row
-  int64_t coarse_words_ = 0;  ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
-  int64_t rank_blocks_ = 0;   ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
-  std::vector<Lane> lanes_;   ///< max_batch of them
-  cudaEvent_t fork_ = nullptr;
+  size_t row_bytes_ = 0;              ///< bytes of a feature row
+  int64_t coarse_words_ = 0;          ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
+  int64_t rank_blocks_ = 0;           ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
+  std::vector<Lane> lanes_;           ///< max_batch of them
+  std::unique_ptr<OwnedEvent> fork_;  ///< run_batch(): the caller's stream when the batch was enqueued
   DeviceBuffer small_, columns_;
   DeviceBuffer features_, indices_;                            ///< the lanes' output rows, max_voxels per lane
   DeviceBuffer batch_features_, batch_indices_, batch_state_;  // run_batch()'s output
