@@ -99,6 +99,12 @@ class Voxelizer(OnDevice):
     def max_batch(self) -> int:
         return self._impl.max_batch
 
+    @property
+    def workspace_bytes(self) -> int:
+        """Device memory the voxelizer holds (CUDA: a workspace per frame of max_batch and the batch buffers); 0 on
+        the CPU."""
+        return self._impl.workspace_bytes
+
     def __repr__(self) -> str:
         c = self._impl.config
         return (f"scn.Voxelizer({c.name!r}, device={self.device!r}, range={tuple(c.range)}, "

@@ -149,6 +149,7 @@ void bind_voxelizer(nb::module_& m) {
       .def_prop_ro("config", [](const PyVoxelizer& v) { return v.config(); })
       .def_prop_ro("max_points", [](PyVoxelizer& v) { return v.get().max_points(); })
       .def_prop_ro("max_batch", [](PyVoxelizer& v) { return v.get().max_batch(); })
+      .def_prop_ro("workspace_bytes", [](PyVoxelizer& v) { return v.get().workspace_bytes(); })
       .def("run", &PyVoxelizer::run)
       .def("output", [](nb::handle self, int part,
                         int framework) { return nb::cast<PyVoxelizer&>(self).output(self, part, framework); })

@@ -223,6 +223,21 @@ TEST(VoxelizeCuda, RunBatchOverflowNamesTheFrame) {
   EXPECT_THROW(gpu->run_batch({}), Error);
 }
 
+// The device memory a voxelizer holds: one workspace (at least the cell bitmap) per frame of max_batch, each the same
+// size, beside the batch buffers; the CPU voxelizer holds none.
+TEST(VoxelizeCuda, WorkspaceGrowsByOneWorkspacePerBatchFrame) {
+  SCN_REQUIRE_CUDA();
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Int3 g = voxel_grid(c);
+  const size_t bitmap = size_t(g[0]) * size_t(g[1]) * size_t(g[2]) / 8;
+  std::vector<size_t> w;
+  for (int b = 1; b <= 3; ++b) w.push_back(Voxelizer::create(c, Backend::Cuda, 300000, 0, b)->workspace_bytes());
+  EXPECT_GT(w[0], bitmap);
+  EXPECT_GT(w[1] - w[0], bitmap);
+  EXPECT_EQ(w[2] - w[1], w[1] - w[0]);
+  EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 300000, 0, 3)->workspace_bytes(), 0u);
+}
+
 #ifdef SCN_TEST_CUDA_RUNTIME
 TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
   SCN_REQUIRE_CUDA();

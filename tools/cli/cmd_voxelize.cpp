@@ -68,6 +68,8 @@ int run_voxelize(const VoxelizeArgs& a) {
               static_cast<long long>(s.dropped_non_finite), static_cast<long long>(s.dropped_full),
               c.max_points_per_voxel);
   std::printf("time        %.3f ms (first run, with the copies)\n", ms);
+  if (const size_t ws = vox->workspace_bytes())
+    std::printf("workspace   %s of device memory\n", format_bytes(double(ws)).c_str());
   if (!times.empty()) {
     const TimingStats st = summarize_timings(times);
     std::printf("bench       median %.1f us, min %.1f us, p99 %.1f us over %lld runs (%d warm-up)\n", st.median * 1e3,

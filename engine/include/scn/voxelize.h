@@ -141,6 +141,10 @@ class Voxelizer {
   /// CUDA: times `runs` run() calls after `warmup` ones with CUDA events; milliseconds per run.
   /// CPU: wall clock.
   virtual std::vector<double> time_run(const Tensor& points, int warmup, int runs) = 0;
+  /// Bytes of device memory the voxelizer holds, all allocated at create(): CUDA, a workspace per frame of max_batch
+  /// (cell bitmaps, ranks, per-point and per-voxel buffers, output rows) and the batch buffers; the CPU backend 0 (its
+  /// buffers are host memory, sized by each run).
+  virtual size_t workspace_bytes() const { return 0; }
 
  protected:
   Voxelizer(VoxelizerConfig config, int64_t max_points, int max_batch)

@@ -97,6 +97,18 @@ class CudaVoxelizer final : public Voxelizer {
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 
   Backend backend() const override { return Backend::Cuda; }
+  size_t workspace_bytes() const override {
+    size_t n = 0;
+    for (const Lane& lane : lanes_)
+      for (const DeviceBuffer* b : {&lane.bits, &lane.coarse, &lane.word_rank, &lane.block_total, &lane.block_prefix,
+                                    &lane.keys, &lane.spill_voxel, &lane.spill_order, &lane.spill, &lane.counts,
+                                    &lane.slots, &lane.spill_base, &lane.big_list, &lane.staging})
+        n += b->bytes();
+    for (const DeviceBuffer* b :
+         {&small_, &columns_, &features_, &indices_, &batch_features_, &batch_indices_, &batch_state_})
+      n += b->bytes();
+    return n;
+  }
 
   void run(const Tensor& points, void* stream) override {
     check_frame(points);

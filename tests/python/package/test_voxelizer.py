@@ -50,6 +50,7 @@ def test_presets_grids_and_settings():
     v = scn.Voxelizer("nuscenes-centerpoint", device="cpu")
     assert v.config.name == "nuscenes-centerpoint" and v.grid == (40, 1440, 1440) and v.model_grid == (41, 1440, 1440)
     assert v.backend == "cpu" and v.config.point_columns == 5 and v.config.reduction == "mean"
+    assert v.workspace_bytes == 0                          # host buffers, sized by each run
     w = scn.Voxelizer("nuscenes-centerpoint", device="cpu", voxel_size=(0.1, 0.1, 0.2), order="xyz",
                       reduction="first", feature_dtype="float32")
     assert w.grid == (1080, 1080, 40) and w.config.reduction == "first" and w.config.feature_dtype == "float32"
@@ -144,6 +145,13 @@ def test_cuda_voxelizer_equals_the_cpu_voxelizer_bitwise():
         got = gpu(given)
         assert got[0].is_cuda and torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
     assert gpu.stats.voxels == len(want[1])
+
+
+@cuda
+def test_cuda_voxelizer_workspace_grows_by_one_workspace_per_batch_frame():
+    w = [scn.Voxelizer(device="cuda", max_points=10000, max_batch=b, **TINY_BOX).workspace_bytes for b in (1, 2, 3)]
+    assert w[0] > 20 * 16 * 12 // 8 and w[1] - w[0] > 0 and w[2] - w[1] == w[1] - w[0]
+    assert scn.Voxelizer(device="cpu", **TINY_BOX).workspace_bytes == 0
 
 
 @cuda
