@@ -150,32 +150,21 @@ class PyEngine {
     SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
               ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
               " but ", v.label(), " elsewhere; create both with the same device");
-    const bool batch = scn::py::is_frame_list(points);
+    scn::py::PyVoxelizer::PointsCall call = v.import_points(points);
     SCN_CHECK(
-        batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
+        call.batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
         v.config().batch_index,
         ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
-    std::vector<scn::py::Array> kept_points;
-    std::vector<scn::Tensor> frames;
-    if (batch) {
-      frames = v.import_frames(points, &kept_points);
-    } else {
-      kept_points.emplace_back();
-      frames.push_back(v.import_points(points, &kept_points.back()));
-    }
-    const int frames_bound = batch ? int(frames.size()) : 0;  // 0: run(), whose outputs are other buffers
+    const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run(), whose outputs are other buffers
     {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
       scn::Voxelizer& vox = v.get();
-      // Stream 0 (a caller without torch) means the legacy default stream to the voxelizer but the engine's own
-      // (non-blocking) stream to the engine, which would not wait for the voxels: both go to cudaStreamLegacy (0x1;
-      // this file has no CUDA headers), which the engine joins by events.
+      // Stream 0 (a caller without torch): both the voxelizer and the forward on cudaStreamLegacy (0x1; this file has
+      // no CUDA headers), where the engine replays its graph, so that what the caller enqueues next on stream 0 (the
+      // outputs' copies) follows the forward; a forward given no stream would run on the engine's own stream.
       const uintptr_t s = cuda_ && stream == 0 ? uintptr_t(1) : stream;
-      if (batch)
-        vox.run_batch(frames, reinterpret_cast<void*>(s));
-      else
-        vox.run(frames[0], reinterpret_cast<void*>(s));
+      v.enqueue(call, reinterpret_cast<void*>(s));
       const int batch_size = std::max(1, frames_bound);
       if (!cuda_) {
         bound_voxelizer_ = nullptr;
@@ -190,7 +179,7 @@ class PyEngine {
       }
       engine_->forward(reinterpret_cast<void*>(s));
     }
-    v.keep_points(std::move(kept_points));
+    v.keep_points(std::move(call));
     Binding b;
     b.voxelizer = nb::borrow(voxelizer);  // the bound buffers are the voxelizer's
     kept_[0] = std::move(b);

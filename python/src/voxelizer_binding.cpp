@@ -46,38 +46,37 @@ std::string PyVoxelizer::label() const {
   return cuda() ? "the cuda:" + std::to_string(device_index_) + " voxelizer" : std::string("the cpu voxelizer");
 }
 
-scn::Tensor PyVoxelizer::import_points(nb::handle points, Array* kept) const {
-  *kept = as_array(points, "voxelizer", "points");
-  // shape and count: checked by the voxelizer's run()
-  return as_tensor(*kept, "voxelizer", "points", {DType::Float32, DType::Float16}, ".float()", where_);
+PyVoxelizer::PointsCall PyVoxelizer::import_points(nb::handle points) const {
+  PointsCall call;
+  call.batch = nb::isinstance<nb::list>(points) || nb::isinstance<nb::tuple>(points);
+  const auto import_frame = [&](nb::handle f) {
+    call.kept.push_back(as_array(f, "voxelizer", "points"));
+    // shape and count: checked by the voxelizer's run()
+    call.frames.push_back(
+        as_tensor(call.kept.back(), "voxelizer", "points", {DType::Float32, DType::Float16}, ".float()", where_));
+  };
+  if (call.batch)
+    for (nb::handle f : nb::borrow<nb::sequence>(points)) import_frame(f);
+  else
+    import_frame(points);
+  return call;
 }
 
-std::vector<scn::Tensor> PyVoxelizer::import_frames(nb::handle frames, std::vector<Array>* kept) const {
-  std::vector<scn::Tensor> t;
-  for (nb::handle f : nb::borrow<nb::sequence>(frames)) {
-    kept->emplace_back();
-    t.push_back(import_points(f, &kept->back()));
-  }
-  return t;
+void PyVoxelizer::enqueue(const PointsCall& call, void* stream) {
+  if (call.batch)
+    vox_->run_batch(call.frames, stream);
+  else
+    vox_->run(call.frames.front(), stream);
 }
-
-bool is_frame_list(nb::handle points) { return nb::isinstance<nb::list>(points) || nb::isinstance<nb::tuple>(points); }
 
 void PyVoxelizer::run(nb::handle points, uintptr_t stream) {
-  std::vector<Array> kept;
-  if (is_frame_list(points)) {
-    const std::vector<scn::Tensor> frames = import_frames(points, &kept);
+  PointsCall call = import_points(points);
+  {
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
-    vox_->run_batch(frames, reinterpret_cast<void*>(stream));
-  } else {
-    kept.emplace_back();
-    const scn::Tensor t = import_points(points, &kept.back());
-    nb::gil_scoped_release nogil;
-    std::lock_guard<std::mutex> lock(mutex_);
-    vox_->run(t, reinterpret_cast<void*>(stream));
+    enqueue(call, reinterpret_cast<void*>(stream));
   }
-  keep_points(std::move(kept));
+  keep_points(std::move(call));
 }
 
 nb::object PyVoxelizer::output(nb::handle self, int part, int framework) {

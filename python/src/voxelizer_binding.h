@@ -32,13 +32,19 @@ class PyVoxelizer {
   const VoxelizerConfig& config() const { return vox_->config(); }
   std::mutex& mutex() { return mutex_; }
 
-  /// The points [P, point_columns] float32 / float16 (host, or the voxelizer's CUDA device) as a tensor over the
-  /// caller's memory; `kept` receives the array, which the caller keeps alive until the voxelizer's next run.
-  scn::Tensor import_points(nb::handle points, Array* kept) const;
-  /// A list or tuple of frames (run_batch) as tensors over the caller's memory, their arrays into `kept`.
-  std::vector<scn::Tensor> import_frames(nb::handle frames, std::vector<Array>* kept) const;
-  /// Keeps the points of the run just enqueued alive (CUDA reads them in stream order).
-  void keep_points(std::vector<Array> points) { kept_points_ = std::move(points); }
+  /// The points of one call: one frame [P, point_columns] float32 / float16 (host, or the voxelizer's CUDA device), or
+  /// a list / tuple of such frames (a batch), as tensors over the caller's memory.
+  struct PointsCall {
+    bool batch = false;               ///< a list / tuple: run_batch, frame b with batch index b
+    std::vector<scn::Tensor> frames;  ///< one tensor per frame
+    std::vector<Array> kept;          ///< the caller's arrays: kept alive until the voxelizer's next run
+  };
+  PointsCall import_points(nb::handle points) const;
+  /// Enqueues the call (run or run_batch) on `stream`; the caller holds mutex() and has released the GIL.
+  void enqueue(const PointsCall& call, void* stream);
+  /// Keeps the points of the call just enqueued alive (CUDA reads them in stream order); with the GIL held, as the
+  /// points of the previous call are let go of here.
+  void keep_points(PointsCall&& call) { kept_points_ = std::move(call.kept); }
 
   /// Voxelizes `points`: one frame, or a list / tuple of frames as one batched input (frame b: batch index b)
   /// (CUDA: enqueued on `stream`, no host wait; CPU: at once).
@@ -58,9 +64,6 @@ class PyVoxelizer {
   std::vector<Array> kept_points_;
   std::mutex mutex_;
 };
-
-/// A list or tuple: several frames (run_batch); anything else is one frame's points.
-bool is_frame_list(nb::handle points);
 
 /// Registers VoxelizerConfig, the presets and _Voxelizer on the module.
 void bind_voxelizer(nb::module_& m);

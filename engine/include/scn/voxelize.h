@@ -120,7 +120,8 @@ class Voxelizer {
   /// (config().batch_index is not used). 1 <= frames.size() <= max_batch(); max_points and max_voxels hold per frame.
   /// Until the next run: count() and device_count() give the batch's voxels, features() / indices() its rows, the
   /// buffers [max_batch x max_voxels, ...] (CUDA), stats() the sums over the frames, check_errors() any frame's
-  /// overflow. CUDA: enqueued on `stream` like run(), the frames one after another.
+  /// overflow. CUDA: enqueued on `stream` like run(); frames 1.. run beside frame 0 on streams of the voxelizer's,
+  /// forked from and joined to `stream` by events (docs/voxelize.md, "Batches of frames").
   virtual void run_batch(const std::vector<Tensor>& frames, void* stream = nullptr) = 0;
   /// Voxel count; synchronises (CUDA) and raises a pending overflow error first.
   virtual int64_t count() = 0;

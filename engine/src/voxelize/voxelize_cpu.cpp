@@ -23,6 +23,13 @@ void check_points(const Tensor& points, const VoxelizerConfig& c, const char* wh
             " points are ", dtype_name(points.dtype()), "; float32 or float16 expected");
 }
 
+void check_frame(const Tensor& points, const VoxelizerConfig& c, int64_t max_points, const char* where) {
+  check_points(points, c, where);
+  SCN_CHECK(points.dim(0) <= max_points, "voxelizer '", c.name, "': ", points.dim(0),
+            " points exceed max_points = ", max_points, " the ", where,
+            " was created for (its buffers are sized once)");
+}
+
 void check_batch(const VoxelizerConfig& c, size_t frames, int max_batch) {
   SCN_CHECK(frames >= 1 && frames <= size_t(max_batch), "voxelizer '", c.name, "': run_batch got ", frames,
             " frames; it takes 1 to max_batch = ", max_batch, " (the voxelizer's max_batch at creation)");

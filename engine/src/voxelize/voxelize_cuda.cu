@@ -61,17 +61,17 @@ class CudaVoxelizer final : public Voxelizer {
     lanes_.resize(size_t(max_batch));
     for (size_t l = 0; l < lanes_.size(); ++l) {
       Lane& lane = lanes_[l];
-      lane.bits.alloc(padded_words * 8);
-      lane.coarse.alloc(size_t(coarse_words_) * 8);
-      lane.word_rank.alloc(padded_words * 4);
-      lane.block_total.alloc(size_t(rank_blocks_) * 4);
-      lane.block_prefix.alloc(size_t(rank_blocks_) * 4);
-      for (DeviceBuffer* b : {&lane.keys, &lane.spill_voxel, &lane.spill_order, &lane.spill}) b->alloc(P * 4);
-      lane.counts.alloc((V + 1) * 4);
-      lane.slots.alloc((V + 1) * kSlots * 4);
-      lane.spill_base.alloc((V + 1) * 4);
-      lane.big_list.alloc((V + 1) * 4);
-      lane.staging.alloc(P * size_t(c.point_columns) * 4);
+      alloc(lane.bits, padded_words * 8);
+      alloc(lane.coarse, size_t(coarse_words_) * 8);
+      alloc(lane.word_rank, padded_words * 4);
+      alloc(lane.block_total, size_t(rank_blocks_) * 4);
+      alloc(lane.block_prefix, size_t(rank_blocks_) * 4);
+      for (DeviceBuffer* b : {&lane.keys, &lane.spill_voxel, &lane.spill_order, &lane.spill}) alloc(*b, P * 4);
+      alloc(lane.counts, (V + 1) * 4);
+      alloc(lane.slots, (V + 1) * kSlots * 4);
+      alloc(lane.spill_base, (V + 1) * 4);
+      alloc(lane.big_list, (V + 1) * 4);
+      alloc(lane.staging, P * size_t(c.point_columns) * 4);
       // The bitmaps start clear once; every run clears what it set (big_voxels_kernel).
       SCN_CUDA_CHECK(cudaMemset(lane.bits.get(), 0, lane.bits.bytes()));
       SCN_CUDA_CHECK(cudaMemset(lane.coarse.get(), 0, lane.coarse.bytes()));
@@ -81,37 +81,26 @@ class CudaVoxelizer final : public Voxelizer {
       }
     }
     fork_ = std::make_unique<OwnedEvent>();  // streams and events on the voxelizer's device (set above)
-    small_.alloc(lanes_.size() * kSmallBytes);
+    alloc(small_, lanes_.size() * kSmallBytes);
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
-    columns_.alloc(size_t(F_) * sizeof(int));
+    alloc(columns_, size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
     row_bytes_ = size_t(F_) * dtype_size(c.feature_dtype);
     const size_t lane_rows = lanes_.size() * size_t(c.max_voxels);
-    features_.alloc(lane_rows * row_bytes_);
-    indices_.alloc(lane_rows * 16);
-    batch_features_.alloc(lane_rows * row_bytes_);
-    batch_indices_.alloc(lane_rows * 16);
-    batch_state_.alloc(sizeof(BatchState));
+    alloc(features_, lane_rows * row_bytes_);
+    alloc(indices_, lane_rows * 16);
+    alloc(batch_features_, lane_rows * row_bytes_);
+    alloc(batch_indices_, lane_rows * 16);
+    alloc(batch_state_, sizeof(BatchState));
   }
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 
   Backend backend() const override { return Backend::Cuda; }
-  size_t workspace_bytes() const override {
-    size_t n = 0;
-    for (const Lane& lane : lanes_)
-      for (const DeviceBuffer* b : {&lane.bits, &lane.coarse, &lane.word_rank, &lane.block_total, &lane.block_prefix,
-                                    &lane.keys, &lane.spill_voxel, &lane.spill_order, &lane.spill, &lane.counts,
-                                    &lane.slots, &lane.spill_base, &lane.big_list, &lane.staging})
-        n += b->bytes();
-    for (const DeviceBuffer* b :
-         {&small_, &columns_, &features_, &indices_, &batch_features_, &batch_indices_, &batch_state_})
-      n += b->bytes();
-    return n;
-  }
+  size_t workspace_bytes() const override { return workspace_bytes_; }
 
   void run(const Tensor& points, void* stream) override {
-    check_frame(points);
+    check_frame(points, config_, max_points_, "CUDA voxelizer");
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -123,7 +112,7 @@ class CudaVoxelizer final : public Voxelizer {
 
   void run_batch(const std::vector<Tensor>& frames, void* stream) override {
     check_batch(config_, frames.size(), max_batch_);
-    for (const Tensor& f : frames) check_frame(f);  // before anything is enqueued
+    for (const Tensor& f : frames) check_frame(f, config_, max_points_, "CUDA voxelizer");  // before any enqueue
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
@@ -224,11 +213,10 @@ class CudaVoxelizer final : public Voxelizer {
   }
 
  private:
-  void check_frame(const Tensor& points) const {
-    check_points(points, config_, "CUDA");
-    SCN_CHECK(points.dim(0) <= max_points_, "voxelizer '", config_.name, "': ", points.dim(0),
-              " points exceed max_points = ", max_points_,
-              " the CUDA voxelizer was created for (its workspace is sized once)");
+  /// Allocates b and counts it in workspace_bytes().
+  void alloc(DeviceBuffer& b, size_t bytes) {
+    b.alloc(bytes);
+    workspace_bytes_ += b.bytes();
   }
 
   /// One frame's six kernels in lane `l` (its buffers, statistics and output rows), enqueued on s.
@@ -370,6 +358,7 @@ class CudaVoxelizer final : public Voxelizer {
   int sm_count_ = 1;
   int F_ = 0;
   size_t row_bytes_ = 0;              ///< bytes of a feature row
+  size_t workspace_bytes_ = 0;        ///< every buffer alloc() made
   int64_t coarse_words_ = 0;          ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
   int64_t rank_blocks_ = 0;           ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
   std::vector<Lane> lanes_;           ///< max_batch of them

@@ -10,6 +10,8 @@ namespace scn::vox {
 
 /// Throws scn::Error unless points is [P, point_columns] float32 / float16.
 void check_points(const Tensor& points, const VoxelizerConfig& config, const char* where);
+/// check_points, and at most max_points rows (a reusable Voxelizer's run and run_batch frames).
+void check_frame(const Tensor& points, const VoxelizerConfig& config, int64_t max_points, const char* where);
 /// Throws scn::Error unless 1 <= frames <= max_batch (run_batch).
 void check_batch(const VoxelizerConfig& config, size_t frames, int max_batch);
 /// Frame b of a run_batch: the config with batch index b, named "<name> (frame b of the batch)" for messages.

@@ -17,14 +17,14 @@ class CpuVoxelizer final : public Voxelizer {
   Backend backend() const override { return Backend::Cpu; }
 
   void run(const Tensor& points, void*) override {
-    check(points);
+    vox::check_frame(points, config_, max_points_, "CPU voxelizer");
     ran_ = false;
     result_ = voxelize(points, config_);
     ran_ = true;
   }
   void run_batch(const std::vector<Tensor>& frames, void*) override {
     vox::check_batch(config_, frames.size(), max_batch_);
-    for (const Tensor& f : frames) check(f);
+    for (const Tensor& f : frames) vox::check_frame(f, config_, max_points_, "CPU voxelizer");
     ran_ = false;
     std::vector<VoxelizeResult> parts;
     for (size_t b = 0; b < frames.size(); ++b) parts.push_back(voxelize(frames[b], vox::frame_config(config_, int(b))));
@@ -51,12 +51,6 @@ class CpuVoxelizer final : public Voxelizer {
   }
 
  private:
-  void check(const Tensor& points) const {
-    vox::check_points(points, config_, "CPU voxelizer");
-    SCN_CHECK(points.dim(0) <= max_points_, "voxelizer '", config_.name, "': ", points.dim(0),
-              " points exceed max_points = ", max_points_, " the voxelizer was created for");
-  }
-
   /// The frames' voxels one after another (their batch indices already set), statistics summed.
   VoxelizeResult concatenate(const std::vector<VoxelizeResult>& parts) const {
     int64_t n = 0;
