@@ -54,10 +54,13 @@ class Voxelizer(OnDevice):
     device: "auto", "cpu", "cuda" or "cuda:N" (as scn.Engine).
     max_points: the most points a call accepts (per frame).
     max_batch: the most frames a call accepts (a list of frames; CUDA sizes its batch buffers for max_batch frames).
+    parallel_frames: CUDA, how many frames of a batch are voxelized at once, each in a workspace of its own (tens of
+        MB at nuScenes scale, see workspace_bytes); 0 (default) means max_batch. Fewer: less memory, more time, the
+        same voxels. 0 <= parallel_frames <= max_batch. The CPU voxelizer runs its frames one after another.
     """
 
     def __init__(self, preset: str = "nuscenes-centerpoint", *, device: Any = "auto", max_points: int = 400_000,
-                 max_batch: int = 1, **overrides: Any):
+                 max_batch: int = 1, parallel_frames: int = 0, **overrides: Any):
         config = _scn.voxelizer_preset(str(preset))
         unknown = sorted(k for k in overrides if k not in _FIELDS)
         if unknown:
@@ -72,7 +75,7 @@ class Voxelizer(OnDevice):
         if overrides:  # messages name what the preset no longer is
             config.name = f"{config.name} with {', '.join(overrides)}"
         kind, index = _parse_device(device)
-        self._impl = _scn._Voxelizer(config, kind, int(max_points), index, int(max_batch))
+        self._impl = _scn._Voxelizer(config, kind, int(max_points), index, int(max_batch), int(parallel_frames))
         self._device_index = index
         self._cuda = self._impl.backend == "cuda"
 
@@ -100,9 +103,14 @@ class Voxelizer(OnDevice):
         return self._impl.max_batch
 
     @property
+    def parallel_frames(self) -> int:
+        """Frames of a batch voxelized at once (0 given: max_batch)."""
+        return self._impl.parallel_frames
+
+    @property
     def workspace_bytes(self) -> int:
-        """Device memory the voxelizer holds (CUDA: a workspace per frame of max_batch and the batch buffers); 0 on
-        the CPU."""
+        """Device memory the voxelizer holds (CUDA: a workspace per parallel frame, output rows per frame of max_batch
+        and the batch buffers); 0 on the CPU."""
         return self._impl.workspace_bytes
 
     def __repr__(self) -> str:

@@ -131,10 +131,11 @@ class SparseBackbone(nn.Module):
 
 
 class PointsBackbone(nn.Module):
-    """model: an ONNX path or an Engine; voxelizer: a preset name (its settings overridden by ``voxel_settings``) or
-    an scn.Voxelizer on the engine's device. max_batch: the most frames of a call (the engine and a voxelizer made
-    here are sized for it); max_points: the most points of a frame. Other keywords are Engine options (device,
-    precision, ...). ``output`` / ``output_dtype`` as SparseBackbone."""
+    """model: an ONNX path or an Engine; voxelizer: a preset name (its settings overridden by ``voxel_settings``,
+    which may also give the voxelizer's parallel_frames) or an scn.Voxelizer on the engine's device. max_batch: the
+    most frames of a call (the engine and a voxelizer made here are sized for it); max_points: the most points of a
+    frame. Other keywords are Engine options (device, precision, ...). ``output`` / ``output_dtype`` as
+    SparseBackbone."""
 
     def __init__(self, model: Union[str, Engine], voxelizer: Union[str, Voxelizer] = "nuscenes-centerpoint", *,
                  max_batch: int = 1, max_points: int = 400_000, voxel_settings: Optional[Mapping[str, Any]] = None,

@@ -30,7 +30,7 @@ DType parse_feature_dtype(const std::string& s) {
 }  // namespace
 
 PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index,
-                         int max_batch)
+                         int max_batch, int parallel_frames)
     : device_index_(device_index) {
   SCN_CHECK(max_points >= 1, "voxelizer '", config.name, "': max_points must be at least 1 (got ", max_points, ")");
   SCN_CHECK(device_index >= 0, "voxelizer '", config.name, "': CUDA device index must be >= 0 (got ", device_index,
@@ -38,7 +38,7 @@ PyVoxelizer::PyVoxelizer(const VoxelizerConfig& config, const std::string& devic
   validate(config);
   const Backend backend = parse_backend(device);
   nb::gil_scoped_release nogil;
-  vox_ = Voxelizer::create(config, backend, max_points, device_index, max_batch);
+  vox_ = Voxelizer::create(config, backend, max_points, device_index, max_batch, parallel_frames);
   where_ = {cuda(), device_index_, label()};
 }
 
@@ -142,12 +142,14 @@ void bind_voxelizer(nb::module_& m) {
   m.def("voxelizer_preset_names", &voxelizer_preset_names);
 
   nb::class_<PyVoxelizer>(m, "_Voxelizer")
-      .def(nb::init<const VoxelizerConfig&, const std::string&, int64_t, int, int>(), nb::arg("config"),
-           nb::arg("device"), nb::arg("max_points"), nb::arg("device_index"), nb::arg("max_batch"))
+      .def(nb::init<const VoxelizerConfig&, const std::string&, int64_t, int, int, int>(), nb::arg("config"),
+           nb::arg("device"), nb::arg("max_points"), nb::arg("device_index"), nb::arg("max_batch"),
+           nb::arg("parallel_frames"))
       .def_prop_ro("backend", [](const PyVoxelizer& v) { return std::string(v.cuda() ? "cuda" : "cpu"); })
       .def_prop_ro("config", [](const PyVoxelizer& v) { return v.config(); })
       .def_prop_ro("max_points", [](PyVoxelizer& v) { return v.get().max_points(); })
       .def_prop_ro("max_batch", [](PyVoxelizer& v) { return v.get().max_batch(); })
+      .def_prop_ro("parallel_frames", [](PyVoxelizer& v) { return v.get().parallel_frames(); })
       .def_prop_ro("workspace_bytes", [](PyVoxelizer& v) { return v.get().workspace_bytes(); })
       .def("run", &PyVoxelizer::run)
       .def("output", [](nb::handle self, int part,

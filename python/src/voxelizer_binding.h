@@ -22,7 +22,7 @@ inline const char* voxel_order_name(VoxelOrder o) { return o == VoxelOrder::Zyx 
 class PyVoxelizer {
  public:
   PyVoxelizer(const VoxelizerConfig& config, const std::string& device, int64_t max_points, int device_index,
-              int max_batch);
+              int max_batch, int parallel_frames);
 
   bool cuda() const { return vox_->backend() == scn::Backend::Cuda; }
   int device_index() const { return device_index_; }

@@ -4,10 +4,11 @@
 // same voxels (its own graph), so the three figures of docs/benchmarks.md come from one run.
 // --batch-sweep 1,2,4,8: the same for batches of B frames (Voxelizer::run_batch + the forward in one
 // graph; frame k is the cloud turned by 40 k degrees about z, so every frame is as large as the cloud
-// and differs from the others), one voxelizer and one engine of max_batch B per batch size, frames/s.
+// and differs from the others), one voxelizer and one engine of max_batch B per batch size, frames/s, and the
+// voxelizer's device memory; --parallel-frames N: the sweep's voxelizers work on at most N frames at once.
 //
 //   bench_points_to_bev MODEL.onnx POINTS.bin [--preset nuscenes-centerpoint] [--runs 500] [--warmup 50]
-//                       [--batch-sweep 1,2,4,8]
+//                       [--batch-sweep 1,2,4,8 [--parallel-frames N]]
 //
 // Medians of CUDA-event timings around graph launches, after warm-up. Exit 77 without a GPU.
 #include <cuda_runtime_api.h>
@@ -119,6 +120,7 @@ std::vector<int> parse_batches(const std::string& text) {
 
 struct PipelineTimes {
   int64_t voxels = 0;
+  size_t vox_bytes = 0;               ///< the voxelizer's workspace_bytes()
   double both = 0, vox = 0, eng = 0;  ///< medians, ms: voxelizer + network, voxelizer alone, network alone
 };
 
@@ -126,8 +128,8 @@ struct PipelineTimes {
 // frames as a batch through run_batch; the first run outside the captures (planning and autotuning), then the graph
 // of both and each alone timed on s.
 PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig& cfg, int64_t max_points,
-                            const std::vector<scn::Tensor>& frames, bool as_batch, cudaStream_t s, int warmup,
-                            int runs) {
+                            const std::vector<scn::Tensor>& frames, bool as_batch, int parallel_frames, cudaStream_t s,
+                            int warmup, int runs) {
   const int b = int(frames.size());
   scn::BuildOptions o;
   o.backend = scn::Backend::Cuda;
@@ -136,7 +138,7 @@ PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig
   o.max_batch = b;
   o.cuda_graph = false;  // captured below with the voxelizer into one graph
   auto engine = scn::load_engine_from_onnx(model, o);
-  auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, max_points, 0, b);
+  auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, max_points, 0, b, parallel_frames);
   const auto vox_work = [&] {
     if (as_batch)
       vox->run_batch(frames, s);
@@ -152,6 +154,7 @@ PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig
   engine->check_errors();
   PipelineTimes t;
   t.voxels = vox->count();
+  t.vox_bytes = vox->workspace_bytes();
   t.both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
   t.vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
   t.eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
@@ -160,9 +163,10 @@ PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig
   return t;
 }
 
-// --batch-sweep: points -> BEV for batches of frames, each batch size on its own voxelizer and engine.
+// --batch-sweep: points -> BEV for batches of frames, each batch size on its own voxelizer and engine (0: a lane per
+// frame).
 void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, const scn::Tensor& cloud,
-                     const std::vector<int>& batches, int warmup, int runs) {
+                     const std::vector<int>& batches, int parallel_frames, int warmup, int runs) {
   int most = 0;
   for (int b : batches) most = std::max(most, b);
   std::vector<scn::Tensor> frames;
@@ -172,13 +176,15 @@ void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, 
   double fps1 = 0;
   for (int b : batches) {
     const std::vector<scn::Tensor> batch(frames.begin(), frames.begin() + b);
-    const PipelineTimes t = time_pipeline(model, cfg, cloud.dim(0), batch, true, s, warmup, runs);
+    const int pf = parallel_frames == 0 ? b : std::min(parallel_frames, b);
+    const PipelineTimes t = time_pipeline(model, cfg, cloud.dim(0), batch, true, pf, s, warmup, runs);
     const double fps = 1000.0 * b / t.both;
     if (fps1 == 0) fps1 = fps;
     std::printf(
         "batch %2d: %lld voxels; points->BEV one graph median %.4f ms = %.0f frames/s (x%.2f batch %d); voxelizer "
-        "%.4f ms, network %.4f ms\n",
-        b, (long long)t.voxels, t.both, fps, fps / fps1, batches.front(), t.vox, t.eng);
+        "%.4f ms (%d parallel frames, %.1f MiB), network %.4f ms\n",
+        b, (long long)t.voxels, t.both, fps, fps / fps1, batches.front(), t.vox, pf, double(t.vox_bytes) / 1048576.0,
+        t.eng);
     std::fflush(stdout);
   }
   cudaStreamDestroy(s);
@@ -188,7 +194,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> pos;
   std::string preset = "nuscenes-centerpoint";
   std::string batch_sweep;
-  int runs = 500, warmup = 50;
+  int runs = 500, warmup = 50, parallel_frames = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -203,13 +209,15 @@ int run(int argc, char** argv) {
       warmup = std::stoi(next());
     else if (a == "--batch-sweep")
       batch_sweep = next();
+    else if (a == "--parallel-frames")
+      parallel_frames = std::stoi(next());
     else
       pos.push_back(a);
   }
   if (pos.size() != 2) {
     std::fprintf(stderr,
                  "usage: bench_points_to_bev MODEL.onnx POINTS [--preset NAME] [--runs N] [--warmup N] "
-                 "[--batch-sweep 1,2,4,8]\n");
+                 "[--batch-sweep 1,2,4,8 [--parallel-frames N]]\n");
     return 2;
   }
   int devices = 0;
@@ -224,14 +232,14 @@ int run(int argc, char** argv) {
   if (!batch_sweep.empty()) {
     std::printf("points      %s: %lld points per frame, preset %s; model %s (fp16, CUDA)\n", pos[1].c_str(),
                 (long long)host_points.dim(0), preset.c_str(), pos[0].c_str());
-    run_batch_sweep(pos[0], cfg, host_points, parse_batches(batch_sweep), warmup, runs);
+    run_batch_sweep(pos[0], cfg, host_points, parse_batches(batch_sweep), parallel_frames, warmup, runs);
     return 0;
   }
   const scn::Int3 grid = scn::model_grid(cfg);
   cudaStream_t s = nullptr;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const PipelineTimes t =
-      time_pipeline(pos[0], cfg, host_points.dim(0), {host_points.to(scn::Device::Cuda)}, false, s, warmup, runs);
+      time_pipeline(pos[0], cfg, host_points.dim(0), {host_points.to(scn::Device::Cuda)}, false, 1, s, warmup, runs);
   std::printf("points      %s: %lld points, preset %s, %lld voxels, grid %dx%dx%d\n", pos[1].c_str(),
               (long long)host_points.dim(0), preset.c_str(), (long long)t.voxels, grid[0], grid[1], grid[2]);
   std::printf("model       %s (fp16, CUDA)\n", pos[0].c_str());

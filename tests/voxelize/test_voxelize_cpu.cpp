@@ -325,4 +325,31 @@ TEST(VoxelizerCpuBackend, RunBatchErrorsNameTheFrameAndTheLimit) {
   EXPECT_THROW(Voxelizer::create(c, Backend::Cpu, 3000, 0, 0), Error);
 }
 
+// parallel_frames: 0 resolves to max_batch; outside 0..max_batch is an error naming the value and the limit (checked
+// before any backend is chosen, so the CUDA voxelizer refuses the same values).
+TEST(VoxelizerCpuBackend, ParallelFramesLieBetweenZeroAndMaxBatch) {
+  const VoxelizerConfig c = small_config();
+  EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 3000, 0, 4)->parallel_frames(), 4);
+  EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 3000, 0, 4, 0)->parallel_frames(), 4);
+  EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 3000, 0, 4, 2)->parallel_frames(), 2);
+  for (const int bad : {-1, 5}) {
+    for (const Backend b : {Backend::Cpu, Backend::Cuda}) {
+      try {
+        Voxelizer::create(c, b, 3000, 0, 4, bad);
+        FAIL() << "parallel_frames = " << bad << " accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("voxelizer 'small': parallel_frames = " + std::to_string(bad) +
+                                             " must lie in 0..max_batch (4); 0 means max_batch"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  // the CPU voxelizer runs its frames one after another whatever the value: the same batch either way
+  auto one = Voxelizer::create(c, Backend::Cpu, 3000, 0, 3, 1);
+  const std::vector<Tensor> frames{make_cloud(c, 3000, 71), make_cloud(c, 900, 72), make_cloud(c, 2000, 73)};
+  one->run_batch(frames);
+  EXPECT_GT(voxtest::expect_batch_equals_frames(*one, frames), 100);
+}
+
 }  // namespace

@@ -223,18 +223,48 @@ TEST(VoxelizeCuda, RunBatchOverflowNamesTheFrame) {
   EXPECT_THROW(gpu->run_batch({}), Error);
 }
 
-// The device memory a voxelizer holds: one workspace (at least the cell bitmap) per frame of max_batch, each the same
-// size, beside the batch buffers; the CPU voxelizer holds none.
-TEST(VoxelizeCuda, WorkspaceGrowsByOneWorkspacePerBatchFrame) {
+// Fewer parallel frames than frames: frame b works in lane b mod parallel_frames after the lane's previous frame.
+// Every count gives the CPU's frames bit for bit, for batches that fill the lanes unevenly, after one another (each
+// frame leaves its lane's bitmaps clear for the next).
+TEST(VoxelizeCuda, RunBatchWithFewerParallelFramesIsTheSameBatch) {
+  SCN_REQUIRE_CUDA();
+  VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  c.max_voxels = 150000;
+  const std::vector<Tensor> frames{voxtest::make_cloud(c, 200000, 81).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 3000, 82), Tensor::empty({0, 5}, DType::Float32),
+                                   voxtest::make_cloud(c, 150000, 83).to(Device::Cuda),
+                                   voxtest::make_cloud(c, 60000, 84).to(Device::Cuda)};
+  for (const int pf : {1, 2, 3}) {
+    SCOPED_TRACE("parallel_frames " + std::to_string(pf));
+    auto gpu = Voxelizer::create(c, Backend::Cuda, 200000, 0, 5, pf);
+    EXPECT_EQ(gpu->parallel_frames(), pf);
+    gpu->run_batch(frames);
+    EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 100000);
+    const std::vector<Tensor> again{frames[4], frames[0], frames[3]};
+    gpu->run_batch(again);
+    EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, again), 100000);
+  }
+}
+
+// The device memory a voxelizer holds: one workspace (at least the cell bitmap) per parallel frame, each the same
+// size, beside output rows per frame of max_batch and the batch buffers; the CPU voxelizer holds none.
+TEST(VoxelizeCuda, WorkspaceGrowsByOneLanePerParallelFrame) {
   SCN_REQUIRE_CUDA();
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
   const Int3 g = voxel_grid(c);
   const size_t bitmap = size_t(g[0]) * size_t(g[1]) * size_t(g[2]) / 8;
-  std::vector<size_t> w;
+  std::vector<size_t> w;  // max_batch 1..3, a lane per frame
   for (int b = 1; b <= 3; ++b) w.push_back(Voxelizer::create(c, Backend::Cuda, 300000, 0, b)->workspace_bytes());
   EXPECT_GT(w[0], bitmap);
   EXPECT_GT(w[1] - w[0], bitmap);
   EXPECT_EQ(w[2] - w[1], w[1] - w[0]);
+  std::vector<size_t> p;  // max_batch 3, parallel_frames 1..3
+  for (int pf = 1; pf <= 3; ++pf) p.push_back(Voxelizer::create(c, Backend::Cuda, 300000, 0, 3, pf)->workspace_bytes());
+  EXPECT_EQ(p[2], w[2]);
+  EXPECT_GT(p[1] - p[0], bitmap);
+  EXPECT_EQ(p[2] - p[1], p[1] - p[0]);
+  // one lane less saves a lane's workspace: what a frame of max_batch adds less its output rows
+  EXPECT_LT(p[1] - p[0], w[1] - w[0]);
   EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 300000, 0, 3)->workspace_bytes(), 0u);
 }
 
@@ -265,8 +295,8 @@ TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
   cudaStreamDestroy(s);
 }
 
-// run_batch() forks the frames after the first onto lanes of their own and joins them before the append: inside a
-// capture those are parallel branches of the caller's graph. Replayed three times, with other frames' runs in
+// run_batch() forks lanes 1.. off the caller's stream and joins them before the append: inside a capture those are
+// parallel branches of the caller's graph. Replayed three times, with other frames' runs in
 // between (they leave the lanes' bitmaps clear), the graph gives the rows of the same batch run outside the capture,
 // which are the CPU's frames bit for bit.
 TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {
@@ -277,34 +307,37 @@ TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {
                                    voxtest::make_cloud(c, 150000, 63).to(Device::Cuda)};
   const std::vector<Tensor> others{voxtest::make_cloud(c, 100000, 64).to(Device::Cuda),
                                    voxtest::make_cloud(c, 120000, 65).to(Device::Cuda)};
-  auto gpu = Voxelizer::create(c, Backend::Cuda, 300000, 0, 3);
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  gpu->run_batch(frames, s);  // outside the capture: against the CPU's frames
-  EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 50000);
-  const std::vector<uint8_t> want_f = voxtest::host_bytes(gpu->features()),
-                             want_i = voxtest::host_bytes(gpu->indices());
-  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  gpu->run_batch(frames, s);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
-  size_t nodes = 0;
-  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
-  EXPECT_GT(nodes, 3u * 6u) << "the three frames' kernels are not all in the graph";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int round = 0; round < 3; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
-    gpu->run_batch({others[size_t(round % 2)], others[size_t(1 - round % 2)]}, s);
-    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    // the host's record of the last call is the other batch's; the device count and rows are the graph's
-    EXPECT_TRUE(voxtest::host_bytes(gpu->features()) == want_f);
-    EXPECT_TRUE(voxtest::host_bytes(gpu->indices()) == want_i);
+  for (const int pf : {3, 2}) {  // a lane per frame; two lanes, the first running frames 0 and 2
+    SCOPED_TRACE("parallel_frames " + std::to_string(pf));
+    auto gpu = Voxelizer::create(c, Backend::Cuda, 300000, 0, 3, pf);
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    gpu->run_batch(frames, s);  // outside the capture: against the CPU's frames
+    EXPECT_GT(voxtest::expect_batch_equals_frames(*gpu, frames), 50000);
+    const std::vector<uint8_t> want_f = voxtest::host_bytes(gpu->features()),
+                               want_i = voxtest::host_bytes(gpu->indices());
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    gpu->run_batch(frames, s);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    size_t nodes = 0;
+    ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    EXPECT_GT(nodes, 3u * 6u) << "the three frames' kernels are not all in the graph";
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      gpu->run_batch({others[size_t(round % 2)], others[size_t(1 - round % 2)]}, s);
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      // the host's record of the last call is the other batch's; the device count and rows are the graph's
+      EXPECT_TRUE(voxtest::host_bytes(gpu->features()) == want_f);
+      EXPECT_TRUE(voxtest::host_bytes(gpu->indices()) == want_i);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
 }
 #endif
 

@@ -8,6 +8,7 @@
 //   vox->run(device_points, stream);                                       // no host sync
 //   const int32_t* n = vox->device_count();                                // N stays on the device
 //   vox->run_batch({frame0, frame1}, stream);  // one batched input: batch index b for frame b (max_batch >= 2)
+//   // a batch in less memory: Voxelizer::create(cfg, scn::Backend::Cuda, 300000, 0, 8, /*parallel_frames=*/2)
 //
 // The rules (docs/voxelize.md):
 //  - cell of a point: floor((p - min) / size) per axis, in float32 (IEEE subtract, IEEE divide,
@@ -104,13 +105,20 @@ class Voxelizer {
 
   /// Backend::Auto picks CUDA when available. max_points: the largest point count run() accepts (per frame);
   /// max_batch: the most frames run_batch() accepts (CUDA sizes its batch buffers for max_batch x max_voxels rows).
+  /// parallel_frames: how many frames of a batch the CUDA voxelizer works on at once, each in a workspace of its own
+  /// (the cell bitmaps and per-point buffers, tens of MB at nuScenes scale: workspace_bytes()); 0 means max_batch.
+  /// With fewer, frame b of a batch runs after frame b - parallel_frames in the same workspace: less memory, more
+  /// time, the same output bits. 0 <= parallel_frames <= max_batch, else an scn::Error. The CPU voxelizer runs its
+  /// frames one after another whatever the value.
   static std::unique_ptr<Voxelizer> create(const VoxelizerConfig& config, Backend backend, int64_t max_points,
-                                           int device = 0, int max_batch = 1);
+                                           int device = 0, int max_batch = 1, int parallel_frames = 0);
 
   virtual Backend backend() const = 0;
   const VoxelizerConfig& config() const { return config_; }
   int64_t max_points() const { return max_points_; }
   int max_batch() const { return max_batch_; }
+  /// Frames of a batch voxelized at once (create()'s parallel_frames, 0 resolved to max_batch).
+  int parallel_frames() const { return parallel_frames_; }
 
   /// Voxelizes points [P, point_columns] (float32 / float16; CUDA: host or device tensor, host
   /// points are copied on the stream). P > max_points is an scn::Error here.
@@ -142,17 +150,18 @@ class Voxelizer {
   /// CUDA: times `runs` run() calls after `warmup` ones with CUDA events; milliseconds per run.
   /// CPU: wall clock.
   virtual std::vector<double> time_run(const Tensor& points, int warmup, int runs) = 0;
-  /// Bytes of device memory the voxelizer holds, all allocated at create(): CUDA, a workspace per frame of max_batch
-  /// (cell bitmaps, ranks, per-point and per-voxel buffers, output rows) and the batch buffers; the CPU backend 0 (its
-  /// buffers are host memory, sized by each run).
+  /// Bytes of device memory the voxelizer holds, all allocated at create(): CUDA, a workspace per parallel frame (cell
+  /// bitmaps, ranks, per-point and per-voxel buffers), output rows per frame of max_batch and the batch buffers; the
+  /// CPU backend 0 (its buffers are host memory, sized by each run).
   virtual size_t workspace_bytes() const { return 0; }
 
  protected:
-  Voxelizer(VoxelizerConfig config, int64_t max_points, int max_batch)
-      : config_(std::move(config)), max_points_(max_points), max_batch_(max_batch) {}
+  Voxelizer(VoxelizerConfig config, int64_t max_points, int max_batch, int parallel_frames)
+      : config_(std::move(config)), max_points_(max_points), max_batch_(max_batch), parallel_frames_(parallel_frames) {}
   VoxelizerConfig config_;
   int64_t max_points_;
   int max_batch_;
+  int parallel_frames_;
 };
 
 }  // namespace scn

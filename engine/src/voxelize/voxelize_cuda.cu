@@ -1,10 +1,11 @@
 // The CUDA voxelizer (scn::Voxelizer on CUDA): its buffers, sized once at construction, and the launches of the
 // kernels of voxelize_kernels.cuh (whose header describes the six steps) for run() and run_batch(). A frame's kernels
-// work in a lane (its bitmaps, ranks, per-point and per-voxel buffers, statistics and output rows); run() uses lane 0
-// on the caller's stream, run_batch() gives frame b lane b, the lanes after the first on streams of their own forked
-// from the caller's and joined to it, so the frames' kernels overlap, then one kernel appends the frames' rows in
-// frame order. Both enqueue only: no allocation, no host synchronisation; count(), stats() and the outputs
-// synchronise on the stream of the last run.
+// work in a lane (its bitmaps, ranks, per-point and per-voxel buffers) and write the frame's own statistics and output
+// rows; run() uses lane 0 on the caller's stream, run_batch() gives frame b lane b mod parallel_frames, the lanes after
+// the first on streams of their own forked from the caller's and joined to it, so the lanes' frames overlap (a lane's
+// frames run one after another on its stream), then one kernel appends the frames' rows in frame order. Both enqueue
+// only: no allocation, no host synchronisation; count(), stats() and the outputs synchronise on the stream of the last
+// run.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -44,8 +45,8 @@ struct OwnedEvent {
 
 class CudaVoxelizer final : public Voxelizer {
  public:
-  CudaVoxelizer(const VoxelizerConfig& c, int64_t max_points, int device, int max_batch)
-      : Voxelizer(c, max_points, max_batch), device_(device), g_(make_geometry(c)) {
+  CudaVoxelizer(const VoxelizerConfig& c, int64_t max_points, int device, int max_batch, int parallel_frames)
+      : Voxelizer(c, max_points, max_batch, parallel_frames), device_(device), g_(make_geometry(c)) {
     SCN_CHECK(c.max_points_per_voxel <= kMaxKept, "voxelizer '", c.name,
               "': max_points_per_voxel = ", c.max_points_per_voxel, " exceeds the CUDA voxelizer's limit of ", kMaxKept,
               " (the CPU voxelizer has none)");
@@ -58,7 +59,7 @@ class CudaVoxelizer final : public Voxelizer {
     rank_blocks_ = (coarse_words_ + kCoarsePerRankBlock - 1) / kCoarsePerRankBlock;
     const size_t padded_words = size_t(coarse_words_) * kWordsPerCoarse;
     const size_t V = size_t(std::min<int64_t>(max_points, c.max_voxels));
-    lanes_.resize(size_t(max_batch));
+    lanes_.resize(size_t(parallel_frames));
     for (size_t l = 0; l < lanes_.size(); ++l) {
       Lane& lane = lanes_[l];
       alloc(lane.bits, padded_words * 8);
@@ -81,17 +82,17 @@ class CudaVoxelizer final : public Voxelizer {
       }
     }
     fork_ = std::make_unique<OwnedEvent>();  // streams and events on the voxelizer's device (set above)
-    alloc(small_, lanes_.size() * kSmallBytes);
+    alloc(small_, size_t(max_batch) * kSmallBytes);
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
     alloc(columns_, size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
     row_bytes_ = size_t(F_) * dtype_size(c.feature_dtype);
-    const size_t lane_rows = lanes_.size() * size_t(c.max_voxels);
-    alloc(features_, lane_rows * row_bytes_);
-    alloc(indices_, lane_rows * 16);
-    alloc(batch_features_, lane_rows * row_bytes_);
-    alloc(batch_indices_, lane_rows * 16);
+    const size_t batch_rows = size_t(max_batch) * size_t(c.max_voxels);
+    alloc(features_, batch_rows * row_bytes_);
+    alloc(indices_, batch_rows * 16);
+    alloc(batch_features_, batch_rows * row_bytes_);
+    alloc(batch_indices_, batch_rows * 16);
     alloc(batch_state_, sizeof(BatchState));
   }
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
@@ -104,7 +105,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    enqueue(points, 0, s);
+    enqueue(points, 0, 0, s);
     stream_ = s;
     points_ = points.dim(0);
     ran_ = true;
@@ -117,23 +118,26 @@ class CudaVoxelizer final : public Voxelizer {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
     // Lanes 1.. start after what the caller enqueued on s so far and end before the append (events: no host wait;
-    // inside the caller's graph capture they become parallel branches of it).
-    if (frames.size() > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
+    // inside the caller's graph capture they become parallel branches of it). Frame b works in lane b mod L, after
+    // the lane's previous frame on the lane's stream.
+    const size_t nb = frames.size(), L = lanes_.size();
+    if (nb > 1 && L > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
     frame_points_.clear();
     int64_t points = 0;
-    for (size_t b = 0; b < frames.size(); ++b) {
-      Lane& lane = lanes_[b];
-      cudaStream_t ls = b == 0 ? s : lane.stream->s;
-      if (b > 0) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));
-      enqueue(frames[b], int(b), ls);
-      if (b > 0) {
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t l = b % L;
+      Lane& lane = lanes_[l];
+      cudaStream_t ls = l == 0 ? s : lane.stream->s;
+      if (l > 0 && b == l) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));  // the lane's first frame
+      enqueue(frames[b], int(b), int(l), ls);
+      if (l > 0 && b + L >= nb) {  // the lane's last frame
         SCN_CUDA_CHECK(cudaEventRecord(lane.done->e, ls));
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done->e, 0));
       }
       frame_points_.push_back(frames[b].dim(0));
       points += frames[b].dim(0);
     }
-    const int nf = int(frames.size());
+    const int nf = int(nb);
     const int blocks = int(std::max<int64_t>(
         1, std::min<int64_t>((config_.max_voxels + kThreads - 1) / kThreads, int64_t(sm_count_) * 8 / nf)));
     append_batch_kernel<<<dim3(unsigned(blocks), unsigned(nf)), kThreads, 0, s>>>(
@@ -219,8 +223,9 @@ class CudaVoxelizer final : public Voxelizer {
     workspace_bytes_ += b.bytes();
   }
 
-  /// One frame's six kernels in lane `l` (its buffers, statistics and output rows), enqueued on s.
-  void enqueue(const Tensor& points, int l, cudaStream_t s) {
+  /// Frame f's six kernels in lane `l` (its bitmaps and buffers), writing frame f's statistics and output rows,
+  /// enqueued on s (the lane's previous frame before them on s).
+  void enqueue(const Tensor& points, int f, int l, cudaStream_t s) {
     Lane& lane = lanes_[size_t(l)];
     const int64_t P = points.dim(0);
     const void* pts = points.data();
@@ -228,7 +233,7 @@ class CudaVoxelizer final : public Voxelizer {
       SCN_CUDA_CHECK(cudaMemcpyAsync(lane.staging.get(), points.data(), points.bytes(), cudaMemcpyHostToDevice, s));
       pts = lane.staging.get();
     }
-    SCN_CUDA_CHECK(cudaMemsetAsync(small_.get<char>() + size_t(l) * kSmallBytes, 0, kSmallBytes, s));
+    SCN_CUDA_CHECK(cudaMemsetAsync(small_.get<char>() + size_t(f) * kSmallBytes, 0, kSmallBytes, s));
     const int64_t V = std::min<int64_t>(P, config_.max_voxels);  // voxels that can be written
     const int blocks = int(std::max<int64_t>(1, (P + kThreads - 1) / kThreads));
     unsigned long long* bits = lane.bits.get<unsigned long long>();
@@ -237,16 +242,16 @@ class CudaVoxelizer final : public Voxelizer {
       if (points.dtype() == DType::Float32)
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(pts), P, config_.point_columns, g_,
                                                     lane.keys.get<uint32_t>(), bits, coarse, lane.counts.get<int32_t>(),
-                                                    V, stats(l));
+                                                    V, stats(f));
       else
         classify_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(pts), P, config_.point_columns, g_,
                                                     lane.keys.get<uint32_t>(), bits, coarse, lane.counts.get<int32_t>(),
-                                                    V, stats(l));
+                                                    V, stats(f));
       SCN_CUDA_LAUNCHED();
     }
     rank_kernel<<<int(rank_blocks_), kThreads, 0, s>>>(
         bits, coarse, coarse_words_, lane.word_rank.get<int32_t>(), lane.block_total.get<int32_t>(),
-        lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(l), counters(l));
+        lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(f), counters(f));
     SCN_CUDA_LAUNCHED();
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(
@@ -259,7 +264,7 @@ class CudaVoxelizer final : public Voxelizer {
                     lane.slots.get<uint32_t>(),
                     lane.spill_base.get<int32_t>(),
                     lane.spill.get<uint32_t>(),
-                    &counters(l)->count,
+                    &counters(f)->count,
                     columns_.get<int>(),
                     F_,
                     config_.point_columns,
@@ -267,56 +272,56 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
                     config_.batch_index};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
-      launch_features(pts, points.dtype(), a, l, P, blocks, fblocks, s);
+      launch_features(pts, points.dtype(), a, f, l, P, blocks, fblocks, s);
     }
   }
 
-  /// small_: per lane kSmallBytes, DeviceStats then DeviceCounters (one memset per frame clears both).
+  /// small_: per frame of max_batch kSmallBytes, DeviceStats then DeviceCounters (one memset per frame clears both).
   static constexpr size_t kCountersOffset = 64;
   static constexpr size_t kSmallBytes = 128;
-  DeviceStats* stats(int l) const {
-    return reinterpret_cast<DeviceStats*>(small_.get<char>() + size_t(l) * kSmallBytes);
+  DeviceStats* stats(int f) const {
+    return reinterpret_cast<DeviceStats*>(small_.get<char>() + size_t(f) * kSmallBytes);
   }
-  DeviceCounters* counters(int l) const {
-    return reinterpret_cast<DeviceCounters*>(small_.get<char>() + size_t(l) * kSmallBytes + kCountersOffset);
+  DeviceCounters* counters(int f) const {
+    return reinterpret_cast<DeviceCounters*>(small_.get<char>() + size_t(f) * kSmallBytes + kCountersOffset);
   }
-  /// Lane l's output rows (max_voxels of them).
-  char* lane_features(int l) const {
-    return features_.get<char>() + size_t(l) * size_t(config_.max_voxels) * row_bytes_;
+  /// Frame f's output rows (max_voxels of them).
+  char* frame_features(int f) const {
+    return features_.get<char>() + size_t(f) * size_t(config_.max_voxels) * row_bytes_;
   }
-  int4* lane_indices(int l) const { return indices_.get<int4>() + size_t(l) * size_t(config_.max_voxels); }
+  int4* frame_indices(int f) const { return indices_.get<int4>() + size_t(f) * size_t(config_.max_voxels); }
 
-  void launch_features(const void* pts, DType in, const FeatureArgs& a, int l, int64_t P, int point_blocks, int blocks,
-                       cudaStream_t s) {
+  void launch_features(const void* pts, DType in, const FeatureArgs& a, int f, int l, int64_t P, int point_blocks,
+                       int blocks, cudaStream_t s) {
     const bool half_out = config_.feature_dtype == DType::Float16;
-    char* feat = lane_features(l);
+    char* feat = frame_features(f);
     if (in == DType::Float32 && half_out)
-      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<__half*>(feat), a, l, P, point_blocks, blocks,
-                         s);
+      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<__half*>(feat), a, f, l, P, point_blocks,
+                         blocks, s);
     else if (in == DType::Float32)
-      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<float*>(feat), a, l, P, point_blocks, blocks,
-                         s);
+      launch_features_as(static_cast<const float*>(pts), reinterpret_cast<float*>(feat), a, f, l, P, point_blocks,
+                         blocks, s);
     else if (half_out)
-      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<__half*>(feat), a, l, P, point_blocks,
+      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<__half*>(feat), a, f, l, P, point_blocks,
                          blocks, s);
     else
-      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<float*>(feat), a, l, P, point_blocks, blocks,
-                         s);
+      launch_features_as(static_cast<const __half*>(pts), reinterpret_cast<float*>(feat), a, f, l, P, point_blocks,
+                         blocks, s);
   }
 
   template <typename T, typename O>
-  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int l, int64_t P, int point_blocks, int blocks,
-                          cudaStream_t s) {
+  void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int f, int l, int64_t P, int point_blocks,
+                          int blocks, cudaStream_t s) {
     Lane& lane = lanes_[size_t(l)];
-    int4* idx = lane_indices(l);
+    int4* idx = frame_indices(f);
     features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, lane.big_list.get<int32_t>(),
-                                                lane.spill_base.get<int32_t>(), counters(l), stats(l));
+                                                lane.spill_base.get<int32_t>(), counters(f), stats(f));
     SCN_CUDA_LAUNCHED();
     spill_kernel<<<point_blocks, kThreads, 0, s>>>(P, lane.spill_voxel.get<int32_t>(), lane.spill_order.get<int32_t>(),
                                                    lane.spill_base.get<int32_t>(), lane.spill.get<uint32_t>());
     SCN_CUDA_LAUNCHED();
     big_voxels_kernel<<<sm_count_ * 4, kThreads, 0, s>>>(pts, g_, a, feat, idx, lane.big_list.get<int32_t>(),
-                                                         counters(l), lane.bits.get<unsigned long long>(),
+                                                         counters(f), lane.bits.get<unsigned long long>(),
                                                          lane.coarse.get<unsigned long long>(), coarse_words_);
     SCN_CUDA_LAUNCHED();
   }
@@ -342,15 +347,15 @@ class CudaVoxelizer final : public Voxelizer {
   void* out_indices() const { return batched_ ? batch_indices_.get() : indices_.get(); }
   int64_t buffer_rows() const { return batched_ ? int64_t(max_batch_) * config_.max_voxels : config_.max_voxels; }
 
-  /// One frame's workspace (run(): lane 0; run_batch(): frame b in lane b). Lanes 1.. have their own stream and an
-  /// event marking their frame's end.
+  /// A frame's workspace (run(): lane 0; run_batch(): frame b in lane b mod parallel_frames). Lanes 1.. have their own
+  /// stream and an event marking the end of their last frame.
   struct Lane {
     DeviceBuffer bits, coarse, word_rank, block_total, block_prefix;  // cell bitmaps and ranks
     DeviceBuffer keys, spill_voxel, spill_order, spill;               // per point
     DeviceBuffer counts, slots, spill_base, big_list;                 // per voxel
     DeviceBuffer staging;                                             // host points copied in
     std::unique_ptr<OwnedStream> stream;                              // lanes 1..
-    std::unique_ptr<OwnedEvent> done;                                 // lanes 1..: the frame's end on `stream`
+    std::unique_ptr<OwnedEvent> done;                                 // lanes 1..: their frames' end on `stream`
   };
 
   int device_;
@@ -361,10 +366,10 @@ class CudaVoxelizer final : public Voxelizer {
   size_t workspace_bytes_ = 0;        ///< every buffer alloc() made
   int64_t coarse_words_ = 0;          ///< second-level words: bitmap words / kWordsPerCoarse, rounded up
   int64_t rank_blocks_ = 0;           ///< rank_kernel blocks: coarse_words_ / kCoarsePerRankBlock, rounded up
-  std::vector<Lane> lanes_;           ///< max_batch of them
+  std::vector<Lane> lanes_;           ///< parallel_frames of them
   std::unique_ptr<OwnedEvent> fork_;  ///< run_batch(): the caller's stream when the batch was enqueued
   DeviceBuffer small_, columns_;
-  DeviceBuffer features_, indices_;                            ///< the lanes' output rows, max_voxels per lane
+  DeviceBuffer features_, indices_;                            ///< the frames' output rows, max_voxels per frame
   DeviceBuffer batch_features_, batch_indices_, batch_state_;  // run_batch()'s output
   std::vector<int64_t> frame_points_;  ///< the last batch's point counts, for its overflow message
   cudaStream_t stream_ = nullptr;
@@ -379,8 +384,8 @@ static_assert(sizeof(DeviceCounters) <= 64, "DeviceCounters fits its slot in sma
 }  // namespace
 
 std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
-                                                 int max_batch) {
-  return std::make_unique<CudaVoxelizer>(config, max_points, device, max_batch);
+                                                 int max_batch, int parallel_frames) {
+  return std::make_unique<CudaVoxelizer>(config, max_points, device, max_batch, parallel_frames);
 }
 
 }  // namespace scn::vox

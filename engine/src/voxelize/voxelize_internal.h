@@ -21,6 +21,6 @@ std::string overflow_message(const VoxelizerConfig& config, int64_t voxels, int6
 
 /// Defined by voxelize_cuda.cu in CUDA builds.
 std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
-                                                 int max_batch);
+                                                 int max_batch, int parallel_frames);
 
 }  // namespace scn::vox

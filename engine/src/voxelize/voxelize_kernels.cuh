@@ -20,8 +20,9 @@
 //      with round-to-nearest adds and one divide, as the CPU does. The same kernel then clears the
 //      bitmap words the second-level bitmap lists, so the next run starts from a clean bitmap
 //      without a memset of the whole grid.
-// run_batch() runs each frame's kernels in a workspace of its own (a lane, voxelize_cuda.cu), the frames side by side,
-// then append_batch_kernel puts their voxels behind one another (offsets and the batch's count stay on the device).
+// run_batch() runs each frame's kernels in a workspace (a lane, voxelize_cuda.cu; parallel_frames of them), the lanes
+// side by side, then append_batch_kernel puts the frames' voxels behind one another (offsets and the batch's count
+// stay on the device).
 // Design and measurements: docs/voxelize.md, docs/benchmarks.md.
 #pragma once
 

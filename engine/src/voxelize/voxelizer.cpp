@@ -12,7 +12,8 @@ namespace {
 
 class CpuVoxelizer final : public Voxelizer {
  public:
-  CpuVoxelizer(const VoxelizerConfig& c, int64_t max_points, int max_batch) : Voxelizer(c, max_points, max_batch) {}
+  CpuVoxelizer(const VoxelizerConfig& c, int64_t max_points, int max_batch, int parallel_frames)
+      : Voxelizer(c, max_points, max_batch, parallel_frames) {}
 
   Backend backend() const override { return Backend::Cpu; }
 
@@ -87,17 +88,20 @@ class CpuVoxelizer final : public Voxelizer {
 }  // namespace
 
 std::unique_ptr<Voxelizer> Voxelizer::create(const VoxelizerConfig& config, Backend backend, int64_t max_points,
-                                             int device, int max_batch) {
+                                             int device, int max_batch, int parallel_frames) {
   validate(config);
   SCN_CHECK(max_points >= 1 && max_points < (int64_t(1) << 31), "voxelizer '", config.name,
             "': max_points = ", max_points, " must lie in 1..2^31-1");
   SCN_CHECK(max_batch >= 1 && int64_t(max_batch) * config.max_voxels < (int64_t(1) << 31), "voxelizer '", config.name,
             "': max_batch = ", max_batch, " must be at least 1, with max_batch x max_voxels (", config.max_voxels,
             ") below 2^31");
+  SCN_CHECK(parallel_frames >= 0 && parallel_frames <= max_batch, "voxelizer '", config.name,
+            "': parallel_frames = ", parallel_frames, " must lie in 0..max_batch (", max_batch, "); 0 means max_batch");
+  if (parallel_frames == 0) parallel_frames = max_batch;
   if (backend == Backend::Auto) backend = cuda_available() ? Backend::Cuda : Backend::Cpu;
-  if (backend == Backend::Cpu) return std::make_unique<CpuVoxelizer>(config, max_points, max_batch);
+  if (backend == Backend::Cpu) return std::make_unique<CpuVoxelizer>(config, max_points, max_batch, parallel_frames);
 #ifdef SCN_WITH_CUDA
-  return vox::create_cuda_voxelizer(config, max_points, device, max_batch);
+  return vox::create_cuda_voxelizer(config, max_points, device, max_batch, parallel_frames);
 #else
   SCN_FAIL("voxelizer '", config.name,
            "': the CUDA backend was requested but this build of scn has no CUDA (configure with -DSCN_WITH_CUDA=ON)");

@@ -152,6 +152,22 @@ def test_cuda_voxelizer_workspace_grows_by_one_workspace_per_batch_frame():
     w = [scn.Voxelizer(device="cuda", max_points=10000, max_batch=b, **TINY_BOX).workspace_bytes for b in (1, 2, 3)]
     assert w[0] > 20 * 16 * 12 // 8 and w[1] - w[0] > 0 and w[2] - w[1] == w[1] - w[0]
     assert scn.Voxelizer(device="cpu", **TINY_BOX).workspace_bytes == 0
+    # fewer parallel frames: a lane's workspace less each, the frames' output rows kept
+    p = [scn.Voxelizer(device="cuda", max_points=10000, max_batch=3, parallel_frames=n, **TINY_BOX).workspace_bytes
+         for n in (1, 2, 3)]
+    assert p[2] == w[2] and p[1] - p[0] == p[2] - p[1] and 0 < p[1] - p[0] < w[1] - w[0]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_fewer_parallel_frames_give_the_same_batch(device):
+    frames = [torch.from_numpy(tiny_points(s)).to(device) for s in (21, 22, 23, 24)]
+    want = scn.Voxelizer(device=device, max_batch=4, **TINY_BOX)(frames)
+    for n in (1, 3):
+        v = scn.Voxelizer(device=device, max_batch=4, parallel_frames=n, **TINY_BOX)
+        assert v.parallel_frames == n
+        got = v(frames)
+        assert len(got[1]) > 100 and torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert scn.Voxelizer(device=device, max_batch=4, **TINY_BOX).parallel_frames == 4
 
 
 @cuda
@@ -282,6 +298,8 @@ def test_batch_errors_name_the_limit():
         scn.Voxelizer(device="cpu", max_batch=2, **{**TINY_BOX, "max_voxels": 50})([p[:10], p])
     with pytest.raises(scn.Error, match="max_batch = 0 must be at least 1"):
         scn.Voxelizer(device="cpu", max_batch=0, **TINY_BOX)
+    with pytest.raises(scn.Error, match=r"parallel_frames = 3 must lie in 0\.\.max_batch \(2\); 0 means max_batch"):
+        scn.Voxelizer(device="cpu", max_batch=2, parallel_frames=3, **TINY_BOX)
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
