@@ -230,6 +230,9 @@ if [ "${SCN_SKIP_VOX:-0}" != "1" ] && [ -x "$BUILD/tools/cli/scn" ] && [ -f /tmp
     "$BUILD/tests/voxelize/bench_points_to_bev" "$M" "$C" --preset $P --runs 500
     echo "== bench_points_to_bev --batch-sweep 1,2,4,8 (frame k: the cloud turned by 40 k degrees)"
     "$BUILD/tests/voxelize/bench_points_to_bev" "$M" "$C" --preset $P --runs 200 --batch-sweep 1,2,4,8
+    echo "== scn bench --points (CUDA: one graph), one frame and a batch of two"
+    "$S" bench "$M" --points "$C" --preset $P --device cuda --runs 500
+    "$S" bench "$M" --points "$C" --points "$C" --preset $P --device cuda --runs 200 --parallel-frames 1
     echo "== scn run --points: CUDA fp16 vs CPU fp32"
     "$S" run "$M" --points "$C" --preset $P --device cuda --output /tmp/scn-bev-cuda.tensor
     "$S" run "$M" --points "$C" --preset $P --device cpu --precision fp32 --output /tmp/scn-bev-cpu.tensor

@@ -1,7 +1,7 @@
 // Benchmark (a tool, not a test): raw points -> BEV map on the GPU, as one CUDA graph holding the
-// CUDA voxelizer and the engine's forward (the engine bound with set_input_device_count, so the
-// voxel count never leaves the device). Also times the voxelizer alone and the engine alone on the
-// same voxels (its own graph), so the three figures of docs/benchmarks.md come from one run.
+// CUDA voxelizer and the engine's forward (scn::time_points_to_bev: the engine bound by device count,
+// so the voxel count never leaves the device). Also times the voxelizer alone and the engine alone on
+// the same voxels (each its own graph), so the three figures of docs/benchmarks.md come from one run.
 // --batch-sweep 1,2,4,8: the same for batches of B frames (Voxelizer::run_batch + the forward in one
 // graph; frame k is the cloud turned by 40 k degrees about z, so every frame is as large as the cloud
 // and differs from the others), one voxelizer and one engine of max_batch B per batch size, frames/s, and the
@@ -24,61 +24,11 @@
 #include "scn/error.h"
 #include "scn/onnx.h"
 #include "scn/points.h"
+#include "scn/points_to_bev.h"
 #include "scn/timing.h"
 #include "scn/voxelize.h"
 
 namespace {
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    const cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) throw scn::Error(std::string(#x) + ": " + cudaGetErrorString(e_)); \
-  } while (0)
-
-// Times `runs` launches of `exec` on `s` after `warmup` ones; milliseconds per launch.
-std::vector<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int warmup, int runs) {
-  for (int i = 0; i < warmup; ++i) CK(cudaGraphLaunch(exec, s));
-  CK(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float t = 0.f;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(double(t));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms;
-}
-
-// Captures the voxelizer's work (one frame or a batch) and/or the engine's forward on `s` into one graph.
-template <typename VoxWork>
-cudaGraphExec_t capture(cudaStream_t s, const VoxWork& vox_work, scn::Engine* engine) {
-  cudaGraph_t g = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  vox_work();
-  if (engine) engine->forward(s);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&exec, g, 0));
-  cudaGraphDestroy(g);
-  return exec;
-}
-
-// The engine-alone graph: no voxelizer work before the forward.
-void no_vox_work() {}
-
-double median_of(cudaGraphExec_t exec, cudaStream_t s, int warmup, int runs) {
-  const double m = scn::summarize_timings(time_graph(exec, s, warmup, runs)).median;
-  cudaGraphExecDestroy(exec);
-  return m;
-}
 
 // The host cloud [P, C >= 2] (float32) turned by `degrees` about z (columns 0 and 1 are x and y).
 scn::Tensor turned(const scn::Tensor& cloud, double degrees) {
@@ -124,43 +74,27 @@ struct PipelineTimes {
   double both = 0, vox = 0, eng = 0;  ///< medians, ms: voxelizer + network, voxelizer alone, network alone
 };
 
-// One voxelizer and one engine (max_batch = the frame count) for `frames`: one frame through Voxelizer::run, or the
-// frames as a batch through run_batch; the first run outside the captures (planning and autotuning), then the graph
-// of both and each alone timed on s.
+// One voxelizer and one engine (max_batch = the frame count) for `frames`, timed by scn::time_points_to_bev (one
+// frame through Voxelizer::run, several as a batch through run_batch; each measurement one CUDA graph).
 PipelineTimes time_pipeline(const std::string& model, const scn::VoxelizerConfig& cfg, int64_t max_points,
-                            const std::vector<scn::Tensor>& frames, bool as_batch, int parallel_frames, cudaStream_t s,
-                            int warmup, int runs) {
+                            const std::vector<scn::Tensor>& frames, int parallel_frames, int warmup, int runs) {
   const int b = int(frames.size());
   scn::BuildOptions o;
   o.backend = scn::Backend::Cuda;
   o.precision = scn::Precision::Fp16;
   o.max_input_voxels = cfg.max_voxels;
   o.max_batch = b;
-  o.cuda_graph = false;  // captured below with the voxelizer into one graph
+  o.cuda_graph = false;  // captured with the voxelizer into one graph
   auto engine = scn::load_engine_from_onnx(model, o);
   auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, max_points, 0, b, parallel_frames);
-  const auto vox_work = [&] {
-    if (as_batch)
-      vox->run_batch(frames, s);
-    else
-      vox->run(frames.front(), s);
-  };
-  vox_work();
-  engine->set_input_device_count(0, vox->features_buffer(), vox->indices_buffer(), vox->device_count(),
-                                 scn::model_grid(cfg), b);
-  engine->forward(s);
-  CK(cudaStreamSynchronize(s));
-  vox->check_errors();
-  engine->check_errors();
-  PipelineTimes t;
-  t.voxels = vox->count();
-  t.vox_bytes = vox->workspace_bytes();
-  t.both = median_of(capture(s, vox_work, engine.get()), s, warmup, runs);
-  t.vox = median_of(capture(s, vox_work, nullptr), s, warmup, runs);
-  t.eng = median_of(capture(s, no_vox_work, engine.get()), s, warmup, runs);
-  vox->check_errors();
-  engine->check_errors();
-  return t;
+  const scn::PointsToBevTiming t = scn::time_points_to_bev(*engine, *vox, frames, scn::model_grid(cfg), warmup, runs);
+  PipelineTimes p;
+  p.voxels = t.voxels;
+  p.vox_bytes = vox->workspace_bytes();
+  p.both = scn::summarize_timings(t.total_ms).median;
+  p.vox = scn::summarize_timings(t.voxelizer_ms).median;
+  p.eng = scn::summarize_timings(t.network_ms).median;
+  return p;
 }
 
 // --batch-sweep: points -> BEV for batches of frames, each batch size on its own voxelizer and engine (0: a lane per
@@ -171,13 +105,11 @@ void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, 
   for (int b : batches) most = std::max(most, b);
   std::vector<scn::Tensor> frames;
   for (int k = 0; k < most; ++k) frames.push_back(turned(cloud, 40.0 * k).to(scn::Device::Cuda));
-  cudaStream_t s = nullptr;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   double fps1 = 0;
   for (int b : batches) {
     const std::vector<scn::Tensor> batch(frames.begin(), frames.begin() + b);
     const int pf = parallel_frames == 0 ? b : std::min(parallel_frames, b);
-    const PipelineTimes t = time_pipeline(model, cfg, cloud.dim(0), batch, true, pf, s, warmup, runs);
+    const PipelineTimes t = time_pipeline(model, cfg, cloud.dim(0), batch, pf, warmup, runs);
     const double fps = 1000.0 * b / t.both;
     if (fps1 == 0) fps1 = fps;
     std::printf(
@@ -187,7 +119,6 @@ void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, 
         t.eng);
     std::fflush(stdout);
   }
-  cudaStreamDestroy(s);
 }
 
 int run(int argc, char** argv) {
@@ -236,10 +167,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   const scn::Int3 grid = scn::model_grid(cfg);
-  cudaStream_t s = nullptr;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const PipelineTimes t =
-      time_pipeline(pos[0], cfg, host_points.dim(0), {host_points.to(scn::Device::Cuda)}, false, 1, s, warmup, runs);
+  const PipelineTimes t = time_pipeline(pos[0], cfg, host_points.dim(0), {host_points}, 1, warmup, runs);
   std::printf("points      %s: %lld points, preset %s, %lld voxels, grid %dx%dx%d\n", pos[1].c_str(),
               (long long)host_points.dim(0), preset.c_str(), (long long)t.voxels, grid[0], grid[1], grid[2]);
   std::printf("model       %s (fp16, CUDA)\n", pos[0].c_str());
@@ -247,7 +175,6 @@ int run(int argc, char** argv) {
               warmup);
   std::printf("voxelizer alone (graph):                      median %.4f ms\n", t.vox);
   std::printf("network alone on the same voxels (graph):     median %.4f ms\n", t.eng);
-  cudaStreamDestroy(s);
   return 0;
 }
 

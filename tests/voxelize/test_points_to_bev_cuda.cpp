@@ -11,6 +11,7 @@
 
 #include "engine/centerpoint_graph.h"
 #include "scn/engine.h"
+#include "scn/points_to_bev.h"
 #include "voxelize/voxelize_test_util.h"
 #ifdef SCN_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>
@@ -155,6 +156,87 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   cudaStreamDestroy(s);  // after the last call that waits on it (the voxelizer and the engine keep its handle)
 }
 #endif
+
+// scn::time_points_to_bev on CUDA: a batch of two host frames through a voxelizer of one parallel frame and an engine
+// that replays its own graphs otherwise (inside the timing's captures it records its kernels). Afterwards the engine
+// stays bound to the voxelizer's output: its map equals the same build's on the CPU voxelizer's batch bound from the
+// host. A CPU engine with a CUDA voxelizer is refused, naming both.
+TEST(PointsToBevCuda, TimedPipelineLeavesTheEngineOnTheVoxelizersBatch) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const std::vector<Tensor> frames{voxtest::make_cloud(c, 60000, 71), voxtest::make_cloud(c, 40000, 72)};
+  const Int3 grid = model_grid(c);
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.max_input_voxels = c.max_voxels;
+  o.max_batch = 2;
+  const EngineBuilder b = test::centerpoint_builder(grid, 5);
+  auto cpu_vox = Voxelizer::create(c, Backend::Cpu, 100000, 0, 2);
+  cpu_vox->run_batch(frames);
+  auto eng_host = b.build(o);
+  eng_host->set_input(0, cpu_vox->features(), cpu_vox->indices(), grid, 2);
+  eng_host->forward(nullptr);
+  const std::vector<uint8_t> want = voxtest::host_bytes(eng_host->output(0));
+
+  auto vox = Voxelizer::create(c, Backend::Cuda, 100000, 0, 2, 1);
+  auto eng = b.build(o);
+  const PointsToBevTiming t = time_points_to_bev(*eng, *vox, frames, grid, 2, 5);
+  EXPECT_EQ(t.voxels, cpu_vox->count());
+  ASSERT_EQ(t.total_ms.size(), 5u);
+  ASSERT_EQ(t.voxelizer_ms.size(), 5u);
+  ASSERT_EQ(t.network_ms.size(), 5u);
+  for (const std::vector<double>* ms : {&t.total_ms, &t.voxelizer_ms, &t.network_ms})
+    for (double v : *ms) EXPECT_TRUE(v > 0 && v < 1000) << v;
+  EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want) << "the engine's map after the timing differs";
+
+  BuildOptions co;
+  co.backend = Backend::Cpu;
+  auto cpu_eng = b.build(co);
+  try {
+    time_points_to_bev(*cpu_eng, *vox, frames, grid, 0, 1);
+    FAIL() << "a CPU engine and a CUDA voxelizer were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the engine runs on cpu, voxelizer 'nuscenes-centerpoint' on cuda"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The CPU path of scn::time_points_to_bev: the wall clock of voxelize + bind + forward, each alone as well; the
+// engine ends bound to the last frame's voxels. Bad arguments are errors.
+TEST(PointsToBev, CpuTimingRunsTheWholePathAndChecksItsArguments) {
+  VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  c.range = {0.f, 0.f, -5.f, 3.2f, 3.2f, 3.f};  // 32 x 32 cells, 40 z planes: the model's 41 x 32 x 32
+  c.voxel_size = {0.1f, 0.1f, 0.2f};
+  c.feature_dtype = DType::Float32;
+  const Int3 grid = model_grid(c);
+  ASSERT_EQ(grid, (Int3{41, 32, 32}));
+  const Tensor cloud = voxtest::make_cloud(c, 4000, 81);
+  const EngineBuilder b = test::centerpoint_builder(grid, 5);
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  o.precision = Precision::Fp32;
+  auto ref = b.build(o);
+  const VoxelizeResult v = voxelize(cloud, c);
+  ASSERT_GT(v.stats.voxels, 100);
+  ref->set_input(0, v.features, v.indices, grid);
+  ref->forward();
+  const std::vector<uint8_t> want = voxtest::host_bytes(ref->output(0));
+
+  auto eng = b.build(o);
+  auto vox = Voxelizer::create(c, Backend::Cpu, 4000);
+  const PointsToBevTiming t = time_points_to_bev(*eng, *vox, {cloud}, grid, 1, 3);
+  EXPECT_EQ(t.voxels, v.stats.voxels);
+  EXPECT_EQ(t.total_ms.size(), 3u);
+  EXPECT_EQ(t.voxelizer_ms.size(), 3u);
+  EXPECT_EQ(t.network_ms.size(), 3u);
+  for (double ms : t.total_ms) EXPECT_GT(ms, 0.0);
+  EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want);
+  EXPECT_THROW(time_points_to_bev(*eng, *vox, {}, grid, 1, 3), Error);
+  EXPECT_THROW(time_points_to_bev(*eng, *vox, {cloud}, grid, 1, 0), Error);
+  EXPECT_THROW(time_points_to_bev(*eng, *vox, {cloud, cloud}, grid, 1, 1), Error);  // max_batch 1
+}
 
 TEST(PointsToBev, CpuEngineRefusesADeviceCountClearly) {
   const EngineBuilder b = test::centerpoint_builder({41, 32, 32}, 5);

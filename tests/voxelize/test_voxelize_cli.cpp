@@ -111,6 +111,51 @@ TEST_F(VoxelizeCli, SeveralPointFilesRunAsOneBatch) {
   EXPECT_NE(bad.err.find("--batch 3 disagrees with the 2 point files given"), std::string::npos) << bad.err;
 }
 
+// scn bench --points: raw points -> outputs timed (two files: one batch), each part alone, the per-run CSV; the
+// voxel count is the CPU voxelizer's batch. --preset takes voxelizer presets with --points, scenes without.
+TEST_F(VoxelizeCli, BenchTimesPointsToOutputs) {
+  const std::string second = dir_ + "/cloud_b.bin", csv = dir_ + "/points_bench.csv";
+  write_points_bin(second, voxtest::make_cloud(small_config(), 2500, 13));
+  PointFileOptions po;
+  po.columns = 5;
+  auto v = Voxelizer::create(small_config(), Backend::Cpu, 3000, 0, 2);
+  v->run_batch({read_points(points_, po), read_points(second, po)});
+  const int64_t voxels = v->count();
+  const CliResult r = scn_cli("bench " + q(model_) + " --points " + q(points_) + " --points " + q(second) + " " +
+                              kSmallVoxels + " --device cpu --runs 3 --warmup 1 --csv " + q(csv));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(points_ + ", " + second + ": 5500 points, voxelizer 'nuscenes-centerpoint"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("voxels     " + std::to_string(voxels) + " (2 frames, one batch)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency    points -> outputs: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(3 runs after 1 warm-up; wall clock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("voxelizer  alone: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("network    alone on the same voxels: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("throughput "), std::string::npos) << r.out;
+  const std::string rows = test::read_file(csv);
+  EXPECT_EQ(rows.rfind("voxels,run,ms\n", 0), 0u) << rows;
+  for (int k = 0; k < 3; ++k)
+    EXPECT_NE(rows.find("\n" + std::to_string(voxels) + "," + std::to_string(k) + ","), std::string::npos) << rows;
+
+  const CliResult scene = scn_cli("bench " + q(model_) + " --points " + q(points_) + " --preset nuscenes --device cpu");
+  EXPECT_EQ(scene.code, 1);
+  EXPECT_NE(
+      scene.err.find("--preset nuscenes is a synthetic scene (--synthetic); with --points name a voxelizer preset"),
+      std::string::npos)
+      << scene.err;
+  const CliResult vox_preset =
+      scn_cli("bench " + q(model_) + " --synthetic 100 --preset nuscenes-centerpoint --device cpu --runs 1");
+  EXPECT_EQ(vox_preset.code, 1);
+  EXPECT_NE(vox_preset.err.find("--preset nuscenes-centerpoint is a voxelizer preset (for --points)"),
+            std::string::npos)
+      << vox_preset.err;
+  const CliResult lanes = scn_cli("bench " + q(model_) + " --points " + q(points_) + " " + kSmallVoxels +
+                                  " --parallel-frames 2 --device cpu --runs 1");
+  EXPECT_EQ(lanes.code, 1);
+  EXPECT_NE(lanes.err.find("--parallel-frames 2 exceeds the 1 point files given"), std::string::npos) << lanes.err;
+  EXPECT_EQ(scn_cli("bench " + q(model_) + " --points " + q(points_) + " --synthetic 100").code, 2);  // usage
+}
+
 TEST_F(VoxelizeCli, RunChecksTheVoxelGridAgainstTheModel) {
   // z: 4 / 0.4 = 10 planes; the model declares 9.
   const CliResult r = scn_cli("run " + q(model_) + " --points " + q(points_) +

@@ -1,4 +1,5 @@
-// scn bench MODEL.onnx: latency statistics, per-layer profile, a voxel-count sweep and a batch sweep.
+// scn bench MODEL.onnx: latency statistics, per-layer profile, a voxel-count sweep and a batch sweep (--points:
+// bench_points.cpp).
 //
 // CSV files:
 //   --csv PATH        one row per timed forward: voxels,run,ms
@@ -32,8 +33,32 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   CLI::Option* s = c->add_option("--synthetic", a.synthetic, "Use a synthetic frame of N voxels instead of files")
                        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
-  c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
-      ->check(CLI::IsMember({"nuscenes", "kitti"}));
+  std::vector<std::string> presets{"nuscenes", "kitti"};
+  std::string vox_presets;
+  for (const std::string& n : voxelizer_preset_names()) {
+    presets.push_back(n);
+    vox_presets += (vox_presets.empty() ? "" : ", ") + n;
+  }
+  c->add_option("--preset", a.preset,
+                "Synthetic scene: nuscenes or kitti (default: by the model's input channels); with --points the "
+                "voxelizer preset: " +
+                    vox_presets + " (default nuscenes-centerpoint)")
+      ->check(CLI::IsMember(presets));
+  CLI::Option* pts =
+      c->add_option("--points", a.points,
+                    "Time raw points -> outputs: point files voxelized on the engine's backend and run (CUDA: the "
+                    "voxelizer and the network in one CUDA graph); several --points are one batch. Voxelizer "
+                    "settings as in scn run (--preset, --range, ...)")
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->check(CLI::ExistingFile);
+  add_voxel_options(c, a.vox, false);
+  c->add_option("--parallel-frames", a.parallel_frames,
+                "With several --points: frames the CUDA voxelizer works on at once, each in a workspace of its own "
+                "(0: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024))
+      ->needs(pts);
   CLI::Option* b = c->add_option("--batch", a.batch, "Batch size (synthetic: B frames)")
                        ->capture_default_str()
                        ->check(CLI::Range(1, 1024));
@@ -119,6 +144,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   bs->excludes(b);
   bs->excludes(sw);
   bs->excludes(layers);
+  for (CLI::Option* o : {f, i, s, sw, bs, layers, b}) pts->excludes(o);
   return c;
 }
 
@@ -263,6 +289,36 @@ std::string run_batch_sweep(Engine& engine, const std::vector<Input>& inputs, in
   return "";
 }
 
+/// The engine's options from the command line (the capacities are set by the caller).
+BuildOptions build_options(const BenchArgs& a) {
+  BuildOptions opts;
+  opts.backend = parse_backend(a.device);
+  opts.precision = parse_precision(a.precision);
+  opts.num_threads = a.threads;
+  opts.cuda_graph = !a.no_cuda_graph;
+  opts.cuda.autotune = !a.no_autotune;
+  opts.cuda.tile = a.tile;
+  opts.cuda.tuning_cache = a.tuning_cache;
+  opts.cuda.offset_groups = a.offset_groups;
+  opts.cuda.site_order = site_order_of(a.site_order);
+  opts.cuda.split = a.split;
+  opts.cuda.tune_skip = a.tune_skip;
+  if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
+  if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
+  if (a.map_lookahead >= 0) opts.cuda.map_lookahead = a.map_lookahead;
+  opts.cuda.strided_sites = a.strided_sites == "rows"     ? CudaStridedSites::FromRows
+                            : a.strided_sites == "bitmap" ? CudaStridedSites::FromBitmap
+                                                          : CudaStridedSites::Auto;
+  opts.cuda.stream_priorities = a.stream_priorities;
+  if (a.sites_ahead) opts.cuda.sites_ahead = true;
+  if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
+  if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
+  if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;
+  return opts;
+}
+
+bool is_scene_preset(const std::string& p) { return p == "nuscenes" || p == "kitti"; }
+
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
@@ -270,6 +326,15 @@ int run_bench(const BenchArgs& a) {
   if (!a.csv.empty()) check_output_file("--csv", a.csv);
   if (!a.sweep_csv.empty()) check_output_file("--sweep-csv", a.sweep_csv);
   if (!a.batch_csv.empty()) check_output_file("--batch-csv", a.batch_csv);
+  if (!a.points.empty()) {
+    SCN_CHECK(a.preset.empty() || !is_scene_preset(a.preset), "--preset ", a.preset,
+              " is a synthetic scene (--synthetic); with --points name a voxelizer preset, e.g. nuscenes-centerpoint");
+    const int64_t t_parse = now_ns();
+    EngineBuilder builder = parse_onnx(a.model);
+    return run_points_bench(a, builder, build_options(a), ms_since(t_parse));
+  }
+  SCN_CHECK(a.preset.empty() || is_scene_preset(a.preset), "--preset ", a.preset,
+            " is a voxelizer preset (for --points); synthetic scenes: nuscenes, kitti");
   SCN_CHECK(a.batch_sweep.empty() || !a.features.empty() || a.synthetic > 0,
             "--batch-sweep needs a frame: --features/--indices/--grid (copied once per batch index) or --synthetic N "
             "(N voxels per frame)");
@@ -319,31 +384,9 @@ int run_bench(const BenchArgs& a) {
     max_voxels = std::max<int64_t>(max_voxels, in.indices.ndim() == 2 ? in.indices.dim(0) : 0);
   for (int64_t v : sweep) max_voxels = std::max<int64_t>(max_voxels, v * a.batch);
 
-  BuildOptions opts;
-  opts.backend = parse_backend(a.device);
-  opts.precision = parse_precision(a.precision);
-  opts.num_threads = a.threads;
+  BuildOptions opts = build_options(a);
   opts.max_batch = max_batch;
   opts.max_input_voxels = max_voxels;
-  opts.cuda_graph = !a.no_cuda_graph;
-  opts.cuda.autotune = !a.no_autotune;
-  opts.cuda.tile = a.tile;
-  opts.cuda.tuning_cache = a.tuning_cache;
-  opts.cuda.offset_groups = a.offset_groups;
-  opts.cuda.site_order = site_order_of(a.site_order);
-  opts.cuda.split = a.split;
-  opts.cuda.tune_skip = a.tune_skip;
-  if (a.tune_once) opts.cuda.tune_bucket_factor = 0.0;
-  if (a.tune_bucket_factor > 0) opts.cuda.tune_bucket_factor = a.tune_bucket_factor;
-  if (a.map_lookahead >= 0) opts.cuda.map_lookahead = a.map_lookahead;
-  opts.cuda.strided_sites = a.strided_sites == "rows"     ? CudaStridedSites::FromRows
-                            : a.strided_sites == "bitmap" ? CudaStridedSites::FromBitmap
-                                                          : CudaStridedSites::Auto;
-  opts.cuda.stream_priorities = a.stream_priorities;
-  if (a.sites_ahead) opts.cuda.sites_ahead = true;
-  if (a.fit_capacities) opts.capacity_source = CapacitySource::FirstFrame;
-  if (a.grow) opts.on_capacity_overflow = CapacityOverflow::Grow;
-  if (a.capacity_margin > 0) opts.capacity_margin = a.capacity_margin;
   const int64_t t_build = now_ns();
   std::unique_ptr<Engine> engine = builder.build(opts);
   const double build_ms = ms_since(t_build);

@@ -93,9 +93,12 @@ int run_synth(const SynthArgs& a);
 
 struct BenchArgs {
   std::string model, features, indices, grid;
+  std::vector<std::string> points;  ///< --points: time points -> outputs (several files: one batch)
+  VoxelOptions vox;                 ///< the voxelizer's settings (its preset: `preset`)
+  int parallel_frames = 0;          ///< --points batches: Voxelizer::create's parallel_frames
   int64_t synthetic = 0;
   uint64_t seed = 0;
-  std::string preset;
+  std::string preset;  ///< synthetic scene (nuscenes, kitti) or, with --points, voxelizer preset
   int batch = 1;
   std::string precision = "fp16", device = "auto";
   int warmup = -1, runs = -1, threads = 0;  ///< -1: the backend's default (CUDA 20 / 200, CPU 2 / 10)
@@ -122,6 +125,9 @@ struct BenchArgs {
 };
 CLI::App* add_bench(CLI::App& app, BenchArgs& a);
 int run_bench(const BenchArgs& a);
+/// scn bench --points (bench_points.cpp): the engine built from `builder` with `options` (max_batch and
+/// max_input_voxels set there from the point files and the voxelizer).
+int run_points_bench(const BenchArgs& a, EngineBuilder& builder, BuildOptions options, double parse_ms);
 
 struct CalibrateArgs {
   std::string model, output;

@@ -38,12 +38,13 @@ std::vector<std::string> split_names(const std::string& text) {
 
 }  // namespace
 
-void add_voxel_options(CLI::App* c, VoxelOptions& o) {
+void add_voxel_options(CLI::App* c, VoxelOptions& o, bool with_preset) {
   std::string presets;
   for (const std::string& n : voxelizer_preset_names()) presets += (presets.empty() ? "" : ", ") + n;
-  c->add_option("--preset", o.preset, "Voxelizer preset: " + presets)
-      ->capture_default_str()
-      ->check(CLI::IsMember(voxelizer_preset_names()));
+  if (with_preset)
+    c->add_option("--preset", o.preset, "Voxelizer preset: " + presets)
+        ->capture_default_str()
+        ->check(CLI::IsMember(voxelizer_preset_names()));
   c->add_option("--range", o.range, "Override: point-cloud range x0,y0,z0,x1,y1,z1 (metres, [min, max))");
   c->add_option("--voxel-size", o.voxel_size, "Override: voxel size vx,vy,vz (metres)");
   c->add_option("--max-points-per-voxel", o.max_points_per_voxel,
@@ -149,41 +150,46 @@ bool model_input_grid(const Graph& g, int input, Int3* grid) {
   return false;
 }
 
-PointsInput voxelize_for_engine(const std::vector<std::string>& paths, const VoxelOptions& o, Engine& engine,
-                                const std::string& grid_text) {
+PointFrames read_point_frames(const std::vector<std::string>& paths, const VoxelOptions& o, const Engine& engine,
+                              const std::string& grid_text) {
   VoxelOptions opt = o;
   const std::string model_order = model_index_order(engine.graph());
   SCN_CHECK(opt.order.empty() || opt.order == model_order, "--order ", opt.order,
             " disagrees with the model's index order ", model_order);
   opt.order = model_order;
   if (opt.dtype.empty()) opt.dtype = engine.precision() == Precision::Fp32 ? "fp32" : "fp16";
-  const VoxelizerConfig c = make_voxelizer_config(opt);
-
-  PointsInput in;
+  PointFrames pf;
+  pf.config = make_voxelizer_config(opt);
   Int3 declared{};
   const bool has_declared = model_input_grid(engine.graph(), 0, &declared);
   if (!grid_text.empty()) {
-    in.grid = parse_grid(grid_text);
-    SCN_CHECK(!has_declared || declared == in.grid, "--grid ", grid_text, " disagrees with the input grid ",
+    pf.grid = parse_grid(grid_text);
+    SCN_CHECK(!has_declared || declared == pf.grid, "--grid ", grid_text, " disagrees with the input grid ",
               int3_string(declared), " the model declares (input_spatial_shape)");
   } else {
-    in.grid = has_declared ? declared : model_grid(c);
+    pf.grid = has_declared ? declared : model_grid(pf.config);
   }
-  in.grid_note = check_grid(c, in.grid);
-  if (grid_text.empty() && !has_declared) in.grid_note += " (the model declares no input grid: the preset's is used)";
-
-  std::vector<Tensor> frames;
-  int64_t most = 1;
+  pf.grid_note = check_grid(pf.config, pf.grid);
+  if (grid_text.empty() && !has_declared) pf.grid_note += " (the model declares no input grid: the preset's is used)";
   for (const std::string& path : paths) {
-    frames.push_back(read_point_file(path, opt, c));
-    most = std::max(most, frames.back().dim(0));
+    pf.frames.push_back(read_point_file(path, opt, pf.config));
+    pf.most_points = std::max(pf.most_points, pf.frames.back().dim(0));
   }
+  return pf;
+}
+
+PointsInput voxelize_for_engine(const std::vector<std::string>& paths, const VoxelOptions& o, Engine& engine,
+                                const std::string& grid_text) {
+  PointFrames pf = read_point_frames(paths, o, engine, grid_text);
+  PointsInput in;
+  in.grid = pf.grid;
+  in.grid_note = pf.grid_note;
   const int64_t t0 = now_ns();
-  in.voxelizer = Voxelizer::create(c, engine.backend(), most, 0, int(frames.size()));
-  if (frames.size() == 1)
-    in.voxelizer->run(frames[0], nullptr);
+  in.voxelizer = Voxelizer::create(pf.config, engine.backend(), pf.most_points, 0, int(pf.frames.size()));
+  if (pf.frames.size() == 1)
+    in.voxelizer->run(pf.frames[0], nullptr);
   else
-    in.voxelizer->run_batch(frames, nullptr);
+    in.voxelizer->run_batch(pf.frames, nullptr);
   in.features = in.voxelizer->features();  // phase 1: the count comes back to the host here
   in.indices = in.voxelizer->indices();
   in.stats = in.voxelizer->stats();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scn/engine.h"
 #include "scn/voxelize.h"
@@ -24,8 +25,8 @@ struct VoxelOptions {
   std::string fields;           ///< PCD fields, comma-separated; "": x,y,z,intensity[,time]
 };
 
-/// Registers the options on a subcommand.
-void add_voxel_options(CLI::App* c, VoxelOptions& o);
+/// Registers the options on a subcommand (`--preset` only when with_preset: scn bench has its own).
+void add_voxel_options(CLI::App* c, VoxelOptions& o, bool with_preset = true);
 
 /// The preset with the overrides applied and validated.
 VoxelizerConfig make_voxelizer_config(const VoxelOptions& o);
@@ -37,6 +38,19 @@ Tensor read_point_file(const std::string& path, const VoxelOptions& o, const Vox
 /// The input grid a model declares: input_spatial_shape of the first sparse conv reading graph
 /// input `input`. False when the file does not say.
 bool model_input_grid(const Graph& graph, int input, Int3* grid);
+
+/// Point files read for an engine's graph input 0: the voxelizer settings (the model's index order, the engine's
+/// feature dtype unless --dtype), the grid (`grid_text` when given, else the model's declared input grid, else the
+/// preset's; checked against the voxel grid) and the frames.
+struct PointFrames {
+  VoxelizerConfig config;
+  Int3 grid{};
+  std::string grid_note;  ///< how the model grid relates to the voxel grid
+  std::vector<Tensor> frames;
+  int64_t most_points = 1;  ///< the largest frame's point count (at least 1)
+};
+PointFrames read_point_frames(const std::vector<std::string>& paths, const VoxelOptions& o, const Engine& engine,
+                              const std::string& grid_text);
 
 /// A voxelized point file ready for Engine::set_input.
 struct PointsInput {

@@ -1,9 +1,11 @@
-// Pieces shared by the CPU and CUDA voxelizers (not public).
+// Pieces shared by the CPU and CUDA voxelizers, and the CUDA half of time_points_to_bev (not public).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "scn/points_to_bev.h"
 #include "scn/voxelize.h"
 
 namespace scn::vox {
@@ -22,5 +24,8 @@ std::string overflow_message(const VoxelizerConfig& config, int64_t voxels, int6
 /// Defined by voxelize_cuda.cu in CUDA builds.
 std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
                                                  int max_batch, int parallel_frames);
+/// time_points_to_bev for a CUDA engine and voxelizer (points_to_bev_cuda.cpp, in CUDA builds).
+PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
+                                     const Int3& grid, int warmup, int runs, int input);
 
 }  // namespace scn::vox

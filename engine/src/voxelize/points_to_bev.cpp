@@ -1,0 +1,83 @@
+// scn::bind_voxelizer_output and scn::time_points_to_bev: the voxelizer's output as an engine input, and raw points ->
+// outputs timed (the CPU here; CUDA graphs in points_to_bev_cuda.cpp).
+#include "scn/points_to_bev.h"
+
+#include <chrono>
+
+#include "scn/error.h"
+#include "voxelize/voxelize_internal.h"
+
+namespace scn {
+
+namespace {
+
+void check_same_backend(const Engine& engine, const Voxelizer& vox) {
+  SCN_CHECK(engine.backend() == vox.backend(), engine.graph().source, ": the engine runs on ",
+            backend_name(engine.backend()), ", voxelizer '", vox.config().name, "' on ", backend_name(vox.backend()),
+            "; build both for one backend");
+}
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// Wall-clock milliseconds of `runs` calls of f after `warmup` untimed ones.
+template <typename F>
+std::vector<double> wall_times(int warmup, int runs, const F& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(ms_between(t0, std::chrono::steady_clock::now()));
+  }
+  return ms;
+}
+
+}  // namespace
+
+void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size, int input) {
+  check_same_backend(engine, vox);
+  const InputLabels labels{"voxelizer '" + vox.config().name + "' features",
+                           "voxelizer '" + vox.config().name + "' indices"};
+  if (vox.backend() == Backend::Cuda)
+    engine.set_input_device_count(input, vox.features_buffer(), vox.indices_buffer(), vox.device_count(), grid,
+                                  batch_size, labels);
+  else
+    engine.set_input(input, vox.features(), vox.indices(), grid, batch_size, labels);
+}
+
+PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
+                                     const Int3& grid, int warmup, int runs, int input) {
+  check_same_backend(engine, vox);
+  SCN_CHECK(!frames.empty(), "time_points_to_bev: no frames (one frame, or a batch of up to max_batch)");
+  SCN_CHECK(warmup >= 0 && runs >= 1, "time_points_to_bev: warmup = ", warmup, ", runs = ", runs,
+            " (warmup >= 0, runs >= 1)");
+#ifdef SCN_WITH_CUDA
+  if (vox.backend() == Backend::Cuda) return vox::time_points_graphs(engine, vox, frames, grid, warmup, runs, input);
+#endif
+  const int batch = int(frames.size());
+  const auto voxelize = [&] {
+    if (batch == 1)
+      vox.run(frames[0]);
+    else
+      vox.run_batch(frames);
+  };
+  const auto both = [&] {
+    voxelize();
+    bind_voxelizer_output(engine, vox, grid, batch, input);
+    engine.forward();
+  };
+  both();  // plans the engine for these voxels; raises an overflow
+  engine.check_errors();
+  PointsToBevTiming t;
+  t.voxels = vox.count();
+  t.total_ms = wall_times(warmup, runs, both);
+  t.voxelizer_ms = wall_times(warmup, runs, voxelize);
+  bind_voxelizer_output(engine, vox, grid, batch, input);
+  t.network_ms = wall_times(warmup, runs, [&] { engine.forward(); });
+  engine.check_errors();
+  return t;
+}
+
+}  // namespace scn
