@@ -114,9 +114,9 @@ void run_batch_sweep(const std::string& model, const scn::VoxelizerConfig& cfg, 
     if (fps1 == 0) fps1 = fps;
     std::printf(
         "batch %2d: %lld voxels; points->BEV one graph median %.4f ms = %.0f frames/s (x%.2f batch %d); voxelizer "
-        "%.4f ms (%d parallel frames, %.1f MiB), network %.4f ms\n",
-        b, (long long)t.voxels, t.both, fps, fps / fps1, batches.front(), t.vox, pf, double(t.vox_bytes) / 1048576.0,
-        t.eng);
+        "%.4f ms (%d parallel frame%s, %.1f MiB), network %.4f ms\n",
+        b, (long long)t.voxels, t.both, fps, fps / fps1, batches.front(), t.vox, pf, pf == 1 ? "" : "s",
+        double(t.vox_bytes) / 1048576.0, t.eng);
     std::fflush(stdout);
   }
 }

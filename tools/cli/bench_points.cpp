@@ -69,8 +69,9 @@ int run_points_bench(const BenchArgs& a, EngineBuilder& builder, BuildOptions op
   std::printf("network    alone on the same voxels: median %s ms\n", ms3(alone_net.median).c_str());
   std::printf("throughput %s frames/s\n", fixed(total.median > 0 ? 1000.0 * batch / total.median : 0.0, 0).c_str());
   if (const size_t ws = vox->workspace_bytes())
-    std::printf("workspace  voxelizer %s (%d parallel frames), engine %s\n", format_bytes(double(ws)).c_str(),
-                vox->parallel_frames(), format_bytes(double(engine->workspace_bytes())).c_str());
+    std::printf("workspace  voxelizer %s (%d parallel frame%s), engine %s\n", format_bytes(double(ws)).c_str(),
+                vox->parallel_frames(), vox->parallel_frames() == 1 ? "" : "s",
+                format_bytes(double(engine->workspace_bytes())).c_str());
   else if (const size_t ews = engine->workspace_bytes())
     std::printf("workspace  engine %s\n", format_bytes(double(ews)).c_str());
   if (!a.csv.empty()) {
