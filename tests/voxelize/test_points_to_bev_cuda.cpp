@@ -21,6 +21,26 @@ namespace {
 
 using namespace scn;
 
+/// An FP16 CUDA build for the preset's voxel capacity and `max_batch` frames.
+BuildOptions cuda_fp16_options(const VoxelizerConfig& c, int max_batch) {
+  BuildOptions o;
+  o.backend = Backend::Cuda;
+  o.precision = Precision::Fp16;
+  o.max_input_voxels = c.max_voxels;
+  o.max_batch = max_batch;
+  return o;
+}
+
+/// The reference map: `host_frames` through the CPU voxelizer (one batch), bound from the host into a build of b.
+Tensor host_bound_map(const EngineBuilder& b, const BuildOptions& o, Voxelizer& cpu_vox,
+                      const std::vector<Tensor>& host_frames, const Int3& grid) {
+  cpu_vox.run_batch(host_frames);
+  auto e = b.build(o);
+  e->set_input(0, cpu_vox.features(), cpu_vox.indices(), grid, int(host_frames.size()));
+  e->forward(nullptr);
+  return e->output(0).to(Device::Host);
+}
+
 #ifdef SCN_TEST_CUDA_RUNTIME
 using voxtest::host_bytes;
 
@@ -81,19 +101,10 @@ TEST(PointsToBevCuda, BatchOfFramesEqualsTheHostBoundBatch) {
   const std::vector<Tensor> frames{voxtest::make_cloud(c, 60000, 51).to(Device::Cuda),
                                    voxtest::make_cloud(c, 30000, 52).to(Device::Cuda)};
   const Int3 grid = model_grid(c);
-  BuildOptions o;
-  o.backend = Backend::Cuda;
-  o.precision = Precision::Fp16;
-  o.max_input_voxels = c.max_voxels;
-  o.max_batch = 2;
+  const BuildOptions o = cuda_fp16_options(c, 2);
   const EngineBuilder b = test::centerpoint_builder(grid, 5);
-
   auto cpu_vox = Voxelizer::create(c, Backend::Cpu, 300000, 0, 2);
-  cpu_vox->run_batch({frames[0].to(Device::Host), frames[1].to(Device::Host)});
-  auto eng_host = b.build(o);
-  eng_host->set_input(0, cpu_vox->features(), cpu_vox->indices(), grid, 2);
-  eng_host->forward(nullptr);
-  const Tensor want = eng_host->output(0).to(Device::Host);
+  const Tensor want = host_bound_map(b, o, *cpu_vox, {frames[0].to(Device::Host), frames[1].to(Device::Host)}, grid);
   ASSERT_EQ(want.dim(0), 2);
 
   auto vox = Voxelizer::create(c, Backend::Cuda, 300000, 0, 2);
@@ -166,18 +177,10 @@ TEST(PointsToBevCuda, TimedPipelineLeavesTheEngineOnTheVoxelizersBatch) {
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
   const std::vector<Tensor> frames{voxtest::make_cloud(c, 60000, 71), voxtest::make_cloud(c, 40000, 72)};
   const Int3 grid = model_grid(c);
-  BuildOptions o;
-  o.backend = Backend::Cuda;
-  o.precision = Precision::Fp16;
-  o.max_input_voxels = c.max_voxels;
-  o.max_batch = 2;
+  const BuildOptions o = cuda_fp16_options(c, 2);
   const EngineBuilder b = test::centerpoint_builder(grid, 5);
   auto cpu_vox = Voxelizer::create(c, Backend::Cpu, 100000, 0, 2);
-  cpu_vox->run_batch(frames);
-  auto eng_host = b.build(o);
-  eng_host->set_input(0, cpu_vox->features(), cpu_vox->indices(), grid, 2);
-  eng_host->forward(nullptr);
-  const std::vector<uint8_t> want = voxtest::host_bytes(eng_host->output(0));
+  const std::vector<uint8_t> want = voxtest::host_bytes(host_bound_map(b, o, *cpu_vox, frames, grid));
 
   auto vox = Voxelizer::create(c, Backend::Cuda, 100000, 0, 2, 1);
   auto eng = b.build(o);
