@@ -11,9 +11,9 @@ tracing exporter and the float64 PyTorch reference), ``scn.bench`` (``python -m 
 """
 
 from scn._scn import Error, cuda_available
-from scn._engine import Engine, LayerTiming, Outputs
+from scn._engine import Engine, LayerTiming, Outputs, PointsTiming
 from scn._voxelizer import VoxelizeStats, Voxelizer, presets as voxelizer_presets
 
-__all__ = ["Engine", "Error", "LayerTiming", "Outputs", "VoxelizeStats", "Voxelizer", "cuda_available",
-           "voxelizer_presets"]
+__all__ = ["Engine", "Error", "LayerTiming", "Outputs", "PointsTiming", "VoxelizeStats", "Voxelizer",
+           "cuda_available", "voxelizer_presets"]
 __version__ = "0.1.0"

@@ -65,6 +65,16 @@ class LayerTiming(NamedTuple):
     split_k: int
 
 
+class PointsTiming(NamedTuple):
+    """``Engine.time_points()``: milliseconds per run of raw points -> outputs (the voxelizer and the forward;
+    CUDA: one CUDA graph), of the voxelizer alone and of the forward alone, and the frames' voxel count."""
+
+    total_ms: List[float]
+    voxelizer_ms: List[float]
+    network_ms: List[float]
+    voxels: int
+
+
 class Outputs(tuple):
     """The outputs of one call, by position (``out[0]``) and by ONNX output name (``out["name"]``).
     A dense output is a tensor; a sparse one is a (features [N, C], indices [N, 4]) pair."""
@@ -202,6 +212,18 @@ class Engine(OnDevice):
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
         """Engine::time_forward on the bound input: milliseconds per forward (CUDA events, graph replay)."""
         return list(self._impl.time_forward(int(warmup), int(runs)))
+
+    def time_points(self, points, voxelizer, warmup: int = 20, runs: int = 300) -> PointsTiming:
+        """scn::time_points_to_bev: raw points -> outputs timed through `voxelizer` (points as for run_points: one
+        frame, or a list of frames as one batch), `runs` runs after `warmup` of each measurement: the whole path, the
+        voxelizer alone, the forward alone (CUDA: each one CUDA graph, the voxel count on the device, timed with CUDA
+        events; host points are copied to the device once first; CPU: wall clock). The engine stays bound to the
+        voxelizer's output, as after run_points."""
+        self._bound = None
+        self._points_voxelizer = None
+        t = self._impl.time_points(voxelizer._impl, points, int(warmup), int(runs))
+        self._points_voxelizer = voxelizer
+        return PointsTiming(list(t[0]), list(t[1]), list(t[2]), int(t[3]))
 
     def profile_layers(self) -> List[LayerTiming]:
         """Engine::profile_layers on the bound input: one forward run step by step (CUDA: events around each

@@ -25,6 +25,7 @@
 #include "scn/engine.h"
 #include "scn/inspect.h"
 #include "scn/onnx.h"
+#include "scn/points_to_bev.h"
 #include "voxelizer_binding.h"
 
 namespace nb = nanobind;
@@ -147,9 +148,7 @@ class PyEngine {
     check_inputs_held();
     check_one_input("give each input's voxels with set_input()");
     scn::py::PyVoxelizer& v = nb::cast<scn::py::PyVoxelizer&>(voxelizer);
-    SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
-              ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
-              " but ", v.label(), " elsewhere; create both with the same device");
+    check_same_device(v);
     scn::py::PyVoxelizer::PointsCall call = v.import_points(points);
     SCN_CHECK(
         call.batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
@@ -224,6 +223,40 @@ class PyEngine {
     return scn::py::export_tensor(c, nb::object(), framework, device_index_);
   }
 
+  /// scn::time_points_to_bev: `points` (one frame, or a list / tuple of frames as one batch) through `voxelizer`
+  /// and the forward, `runs` times after `warmup`, as (total, voxelizer alone, network alone) milliseconds per run and
+  /// the voxel count. CUDA: each measurement one CUDA graph on a stream of the library's. Leaves the engine bound to
+  /// the voxelizer's output (as run_points does).
+  std::tuple<std::vector<double>, std::vector<double>, std::vector<double>, int64_t> time_points(nb::handle voxelizer,
+                                                                                                 nb::handle points,
+                                                                                                 int warmup, int runs) {
+    check_inputs_held();
+    check_one_input("time each input's voxels with set_input() and time_forward()");
+    scn::py::PyVoxelizer& v = nb::cast<scn::py::PyVoxelizer&>(voxelizer);
+    check_same_device(v);
+    scn::py::PyVoxelizer::PointsCall call = v.import_points(points);
+    // time_points_to_bev voxelizes one frame with run() (the config's batch index), several with run_batch()
+    const bool batch = call.frames.size() > 1;
+    SCN_CHECK(batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
+              v.config().batch_index, ": one frame is timed as batch size 1, whose batch index is 0");
+    scn::PointsToBevTiming t;
+    {
+      nb::gil_scoped_release nogil;
+      std::scoped_lock lock(mutex_, v.mutex());
+      bound_voxelizer_ = nullptr;
+      t = scn::time_points_to_bev(*engine_, v.get(), call.frames, points_grid(v.config()), warmup, runs);
+      if (cuda_) {
+        bound_voxelizer_ = &v;
+        bound_frames_ = batch ? int(call.frames.size()) : 0;
+      }
+    }
+    v.keep_points(std::move(call));
+    Binding b;
+    b.voxelizer = nb::borrow(voxelizer);
+    kept_[0] = std::move(b);
+    return {t.total_ms, t.voxelizer_ms, t.network_ms, t.voxels};
+  }
+
   std::vector<double> time_forward(int warmup, int runs) {
     check_inputs_held();
     nb::gil_scoped_release nogil;
@@ -286,6 +319,12 @@ class PyEngine {
     return {std::move(tf), std::move(ti)};
   }
 
+  void check_same_device(const scn::py::PyVoxelizer& v) const {
+    SCN_CHECK(v.cuda() == cuda_ && (!cuda_ || v.device_index() == device_index_), engine_->graph().source,
+              ": the engine runs on ", cuda_ ? "cuda:" + std::to_string(device_index_) : std::string("the cpu"),
+              " but ", v.label(), " elsewhere; create both with the same device");
+  }
+
   /// The grid a voxelizer's output is bound with (run_points), after checking its index order and voxel grid
   /// against what the model states.
   scn::Int3 points_grid(const scn::VoxelizerConfig& c) const {
@@ -342,6 +381,7 @@ NB_MODULE(_scn, m) {
       .def("view_key", &PyEngine::view_key)
       .def("copy", &PyEngine::copy)
       .def("time_forward", &PyEngine::time_forward)
+      .def("time_points", &PyEngine::time_points)
       .def("profile_layers", &PyEngine::profile_layers)
       .def("check_errors", &PyEngine::check_errors)
       .def("release_inputs", &PyEngine::release_inputs);

@@ -287,6 +287,25 @@ def test_a_list_of_frames_is_one_batch(tiny, device):
     assert torch.equal(e.run_points(frames[2], v)[0][0], e(*v(frames[2]), GRID)[0][0])  # one frame again
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_time_points_times_the_path_and_leaves_the_engine_bound(tiny, device):
+    """Engine.time_points: per-run times of points -> outputs, the voxelizer alone and the forward alone, the voxel
+    count; a list of frames is one batch; afterwards forward() runs on the voxelizer's output, as after run_points."""
+    frames = [torch.from_numpy(tiny_points(s)) for s in (31, 32)]
+    e = scn.Engine(tiny.path, device=device, max_batch=2)
+    v = scn.Voxelizer(device=device, max_batch=2, **TINY_BOX)
+    want = e.run_points(frames, v)[0].clone()
+    t = e.time_points(frames, v, warmup=1, runs=4)
+    assert isinstance(t, scn.PointsTiming) and t.voxels == len(v(frames)[1]) > 100
+    assert len(t.total_ms) == len(t.voxelizer_ms) == len(t.network_ms) == 4 and min(t.total_ms) > 0
+    assert torch.equal(e.forward()[0], want)
+    one = e.time_points(frames[0], v, warmup=0, runs=2)
+    assert one.voxels == len(v(frames[0])[1]) and len(one.network_ms) == 2
+    assert torch.equal(e.forward()[0], e.run_points(frames[0], v)[0])
+    with pytest.raises(scn.Error, match="runs = 0"):
+        e.time_points(frames[0], v, runs=0)
+
+
 def test_batch_errors_name_the_limit():
     v = scn.Voxelizer(device="cpu", max_batch=2, **TINY_BOX)
     p = tiny_points()
