@@ -36,6 +36,17 @@ std::vector<double> wall_times(int warmup, int runs, const F& f) {
 
 }  // namespace
 
+namespace vox {
+
+void run_frames(Voxelizer& vox, const std::vector<Tensor>& frames, void* stream) {
+  if (frames.size() == 1)
+    vox.run(frames[0], stream);
+  else
+    vox.run_batch(frames, stream);
+}
+
+}  // namespace vox
+
 void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size, int input) {
   check_same_backend(engine, vox);
   const InputLabels labels{"voxelizer '" + vox.config().name + "' features",
@@ -57,12 +68,7 @@ PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::
   if (vox.backend() == Backend::Cuda) return vox::time_points_graphs(engine, vox, frames, grid, warmup, runs, input);
 #endif
   const int batch = int(frames.size());
-  const auto voxelize = [&] {
-    if (batch == 1)
-      vox.run(frames[0]);
-    else
-      vox.run_batch(frames);
-  };
+  const auto voxelize = [&] { vox::run_frames(vox, frames, nullptr); };
   const auto both = [&] {
     voxelize();
     bind_voxelizer_output(engine, vox, grid, batch, input);

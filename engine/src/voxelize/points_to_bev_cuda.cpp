@@ -78,15 +78,9 @@ std::vector<double> time_graph(TimingStream& ts, const GraphExec& g, int warmup,
 PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
                                      const Int3& grid, int warmup, int runs, int input) {
   const int batch = int(frames.size());
-  const auto voxelize = [&](cudaStream_t s) {
-    if (batch == 1)
-      vox.run(frames[0], s);
-    else
-      vox.run_batch(frames, s);
-  };
   // The first run on the legacy stream (the forward waits for it): it selects the voxelizer's device for the timing
   // stream, plans and tunes the engine for these voxels, and raises an overflow before anything is captured.
-  voxelize(nullptr);
+  run_frames(vox, frames, nullptr);
   bind_voxelizer_output(engine, vox, grid, batch, input);
   engine.forward();
   engine.check_errors();
@@ -97,19 +91,13 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
   // the voxelizer's time (as Voxelizer::time_run)
   std::vector<Tensor> on_device;
   for (const Tensor& f : frames) on_device.push_back(f.device() == Device::Cuda ? f : f.to(Device::Cuda));
-  const auto voxelize_on_device = [&](cudaStream_t s) {
-    if (batch == 1)
-      vox.run(on_device[0], s);
-    else
-      vox.run_batch(on_device, s);
-  };
   TimingStream ts;
   GraphExec both, alone_vox, alone_net;
   capture(ts, both, [&] {
-    voxelize_on_device(ts.s);
+    run_frames(vox, on_device, ts.s);
     engine.forward(ts.s);
   });
-  capture(ts, alone_vox, [&] { voxelize_on_device(ts.s); });
+  capture(ts, alone_vox, [&] { run_frames(vox, on_device, ts.s); });
   capture(ts, alone_net, [&] { engine.forward(ts.s); });
   t.total_ms = time_graph(ts, both, warmup, runs);
   t.voxelizer_ms = time_graph(ts, alone_vox, warmup, runs);

@@ -24,6 +24,8 @@ std::string overflow_message(const VoxelizerConfig& config, int64_t voxels, int6
 /// Defined by voxelize_cuda.cu in CUDA builds.
 std::unique_ptr<Voxelizer> create_cuda_voxelizer(const VoxelizerConfig& config, int64_t max_points, int device,
                                                  int max_batch, int parallel_frames);
+/// The frames of a time_points_to_bev run: one frame through run(), several as one batch through run_batch().
+void run_frames(Voxelizer& vox, const std::vector<Tensor>& frames, void* stream);
 /// time_points_to_bev for a CUDA engine and voxelizer (points_to_bev_cuda.cpp, in CUDA builds).
 PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
                                      const Int3& grid, int warmup, int runs, int input);
