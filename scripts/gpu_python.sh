@@ -2,7 +2,8 @@
 # The Python package on the device (no network): pip install --no-build-isolation --target a folder, used
 # through PYTHONPATH beside python3's own torch / nanobind / scikit-build-core / pytest (the device's
 # python3 is itself a virtual environment, so a nested venv would not see them), the package tests (tests/python/package, CUDA ones included),
-# and python -m scn.bench on CenterPoint (zoo weights) and the real frame. Logs under $OUT.
+# and python -m scn.bench on CenterPoint (zoo weights) and the real frame (and, with the CLI built, on raw points).
+# Logs under $OUT.
 #
 #   bash scripts/gpu_python.sh            (after scripts/gpu_check.sh, whose build-gpu/tools/cli/scn the
 #                                          bitwise CLI test uses; without it that test skips)
@@ -43,3 +44,12 @@ t2=$(date +%s)
 } > "$OUT/py_bench.log" 2>&1
 echo "scn.bench rc $? in $(( $(date +%s) - t2 )) s" | tee -a "$OUT/py_env.log"
 tail -8 "$OUT/py_bench.log"
+if [ -x "$CLI" ]; then  # raw points -> BEV from Python: the call beside time_points' graph (scn synth's cloud)
+  {
+    "$CLI" synth --seed 1 --points /tmp/scn-py-cloud.bin > /dev/null &&
+    PYTHONPATH="$TARGET" "$PY" -m scn.bench /tmp/scn-py-zoo/centerpoint/model.onnx --points /tmp/scn-py-cloud.bin \
+      --runs "${SCN_BENCH_RUNS:-500}"
+  } > "$OUT/py_bench_points.log" 2>&1
+  echo "scn.bench --points rc $?" | tee -a "$OUT/py_env.log"
+  tail -3 "$OUT/py_bench_points.log"
+fi

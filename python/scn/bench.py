@@ -9,16 +9,27 @@ stream around one call, then a wait, so the host-side cost of the call (argument
 tensor) is inside the figure exactly as the GPU sees it. Medians after warm-up, per output mode (copy: a fresh
 tensor per call; view: the engine's buffers; out: a preallocated tensor), plus the host time of the call.
 ``--max-gap MS``: exit 1 when the copy-mode median exceeds time_forward's by more than MS.
+
+    python -m scn.bench centerpoint/model.onnx --points cloud.bin [--points cloud2.bin] \\
+        [--preset nuscenes-centerpoint] [--voxel max_voxels=120000 ...]
+
+times raw points -> outputs instead: ``engine.run_points(frames, vox, outputs="view")`` per call (CUDA events on
+torch's current stream around the call) beside ``engine.time_points`` (the voxelizer and the network in one CUDA
+graph, each alone too). Point files are raw float32 rows of the voxelizer's point_columns (``scn synth --points``);
+several ``--points`` are one batch; ``--voxel KEY=VALUE`` overrides a voxelizer setting (a Python literal).
+``--max-gap`` then bounds the call's median over time_points'.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import scn
@@ -46,6 +57,62 @@ def _time_calls(engine, f, i, grid, runs, **kw):
     return statistics.median(gpu), statistics.median(host)
 
 
+def _setting(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--voxel takes KEY=VALUE, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise argparse.ArgumentTypeError(f"--voxel {text!r}: {value!r} is not a Python literal") from None
+
+
+def _bench_points(a) -> int:
+    vox_cpu = scn.Voxelizer(a.preset, device="cpu", **dict(a.voxel))  # the settings checked, point_columns known
+    columns = vox_cpu.config.point_columns
+    frames = []
+    for path in a.points:
+        raw = np.fromfile(path, dtype=np.float32)
+        if raw.size % columns:
+            raise scn.Error(f"{path}: {raw.size} float32 values are not rows of {columns} (the voxelizer's "
+                            "point_columns)")
+        frames.append(torch.from_numpy(raw.reshape(-1, columns)).cuda())
+    batch = len(frames)
+    vox = scn.Voxelizer(a.preset, device="cuda", max_points=max(len(f) for f in frames), max_batch=batch,
+                        **dict(a.voxel))
+    engine = scn.Engine(a.model, device="cuda", precision=a.precision, max_batch=batch,
+                        max_voxels=vox.config.max_voxels)
+    points = frames if batch > 1 else frames[0]
+    graph = engine.time_points(points, vox, a.warmup, a.runs)
+    for _ in range(a.warmup):
+        engine.run_points(points, vox, outputs="view")
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gpu, host = [], []
+    for _ in range(a.runs):
+        start.record()
+        t0 = time.perf_counter()
+        engine.run_points(points, vox, outputs="view")
+        host.append((time.perf_counter() - t0) * 1e3)
+        end.record()
+        end.synchronize()
+        gpu.append(start.elapsed_time(end))
+    engine.check_errors()
+    total = statistics.median(graph.total_ms)
+    call = statistics.median(gpu)
+    print(f"model {a.model}  points {', '.join(a.points)}  voxels {graph.voxels}  frames {batch}  precision "
+          f"{engine.precision}  device {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    print(f"scn time_points (C++, one CUDA graph): median {total:.4f} ms (voxelizer alone "
+          f"{statistics.median(graph.voxelizer_ms):.4f}, network alone {statistics.median(graph.network_ms):.4f}) "
+          f"over {a.runs} runs")
+    print(f"python run_points, outputs=view: median {call:.4f} ms (gap {call - total:+.4f} ms), host time in the "
+          f"call {statistics.median(host):.4f} ms; {1000.0 * batch / call:.0f} frames/s")
+    if a.max_gap is not None and call - total > a.max_gap:
+        print(f"FAIL: run_points is {call - total:.4f} ms slower than time_points (limit {a.max_gap} ms)")
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scn.bench", description=__doc__.split("\n")[0])
     ap.add_argument("model", help="ONNX file")
@@ -53,6 +120,10 @@ def main(argv=None) -> int:
     ap.add_argument("--features", type=Path)
     ap.add_argument("--indices", type=Path)
     ap.add_argument("--grid", type=_grid, default=(41, 1440, 1440))
+    ap.add_argument("--points", type=Path, action="append", help="raw float32 point file (several: one batch)")
+    ap.add_argument("--preset", default="nuscenes-centerpoint", help="voxelizer preset (with --points)")
+    ap.add_argument("--voxel", type=_setting, action="append", default=[], metavar="KEY=VALUE",
+                    help="voxelizer setting (with --points), e.g. max_voxels=120000")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--runs", type=int, default=300)
@@ -60,6 +131,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.runs < 1 or a.warmup < 0:
         ap.error("--runs must be >= 1 and --warmup >= 0")
+    if a.points and (a.data or a.features or a.indices):
+        ap.error("--points times raw points: leave out --data / --features / --indices")
+    if a.points:
+        if not (scn.cuda_available() and torch.cuda.is_available()):
+            print("scn.bench: no CUDA (scn built without it or no GPU visible)", file=sys.stderr)
+            return 2
+        return _bench_points(a)
     feats = a.features or (a.data / "in_features.torch.fp16.tensor" if a.data else None)
     idx = a.indices or (a.data / "in_indices_zyx.torch.int32.tensor" if a.data else None)
     if feats is None or idx is None:

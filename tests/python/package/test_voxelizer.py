@@ -306,6 +306,28 @@ def test_time_points_times_the_path_and_leaves_the_engine_bound(tiny, device):
         e.time_points(frames[0], v, runs=0)
 
 
+@cuda
+def test_bench_times_points(tiny, tmp_path, capsys):
+    """python -m scn.bench --points: the Python run_points call beside time_points' graph, for one frame and a batch
+    of two; voxelizer settings by --voxel KEY=VALUE."""
+    from scn import bench
+    files = []
+    for seed in (41, 42):
+        files.append(tmp_path / f"cloud{seed}.bin")
+        tiny_points(seed).astype(np.float32).tofile(files[-1])
+    settings = sum((["--voxel", f"{k}={v!r}"] for k, v in TINY_BOX.items()), [])
+    for batch in (files[:1], files):
+        args = [str(tiny.path)] + sum((["--points", str(f)] for f in batch), []) + settings
+        assert bench.main(args + ["--warmup", "2", "--runs", "5"]) == 0
+        text = capsys.readouterr().out
+        assert f"frames {len(batch)}" in text and "scn time_points (C++, one CUDA graph): median" in text
+        assert "python run_points, outputs=view: median" in text
+    with pytest.raises(SystemExit):
+        bench.main([str(tiny.path), "--points", str(files[0]), "--data", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        bench.main([str(tiny.path), "--points", str(files[0]), "--voxel", "range"])
+
+
 def test_batch_errors_name_the_limit():
     v = scn.Voxelizer(device="cpu", max_batch=2, **TINY_BOX)
     p = tiny_points()
