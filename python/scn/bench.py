@@ -100,7 +100,7 @@ def _bench_points(a) -> int:
     engine.check_errors()
     total = statistics.median(graph.total_ms)
     call = statistics.median(gpu)
-    print(f"model {a.model}  points {', '.join(a.points)}  voxels {graph.voxels}  frames {batch}  precision "
+    print(f"model {a.model}  points {', '.join(map(str, a.points))}  voxels {graph.voxels}  frames {batch}  precision "
           f"{engine.precision}  device {torch.cuda.get_device_name()}  torch {torch.__version__}")
     print(f"scn time_points (C++, one CUDA graph): median {total:.4f} ms (voxelizer alone "
           f"{statistics.median(graph.voxelizer_ms):.4f}, network alone {statistics.median(graph.network_ms):.4f}) "
