@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 import scn
+from scn import _scn
 from scn.export import tensor_io
 
 
@@ -68,8 +69,8 @@ def _setting(text: str):
 
 
 def _bench_points(a) -> int:
-    vox_cpu = scn.Voxelizer(a.preset, device="cpu", **dict(a.voxel))  # the settings checked, point_columns known
-    columns = vox_cpu.config.point_columns
+    settings = dict(a.voxel)
+    columns = int(settings.get("point_columns", _scn.voxelizer_preset(a.preset).point_columns))
     frames = []
     for path in a.points:
         raw = np.fromfile(path, dtype=np.float32)
@@ -79,7 +80,7 @@ def _bench_points(a) -> int:
         frames.append(torch.from_numpy(raw.reshape(-1, columns)).cuda())
     batch = len(frames)
     vox = scn.Voxelizer(a.preset, device="cuda", max_points=max(len(f) for f in frames), max_batch=batch,
-                        **dict(a.voxel))
+                        **settings)
     engine = scn.Engine(a.model, device="cuda", precision=a.precision, max_batch=batch,
                         max_voxels=vox.config.max_voxels)
     points = frames if batch > 1 else frames[0]

@@ -10,17 +10,6 @@
 
 namespace scn::cli {
 
-namespace {
-
-std::string ms3(double v) { return fixed(v, 3); }
-
-std::string stats_line(const TimingStats& st) {
-  return "median " + ms3(st.median) + " ms, p99 " + ms3(st.p99) + " ms, mean " + ms3(st.mean) + " ms, min " +
-         ms3(st.min) + " ms, max " + ms3(st.max) + " ms";
-}
-
-}  // namespace
-
 int run_points_bench(const BenchArgs& a, EngineBuilder& builder, BuildOptions options, double parse_ms) {
   if (!a.csv.empty()) check_output_file("--csv", a.csv);
   const Graph& graph = builder.graph();
@@ -62,11 +51,10 @@ int run_points_bench(const BenchArgs& a, EngineBuilder& builder, BuildOptions op
   const TimingStats alone_net = summarize_timings(t.network_ms);
   std::printf("voxels     %lld (%s)\n", static_cast<long long>(t.voxels),
               batch > 1 ? (std::to_string(batch) + " frames, one batch").c_str() : "one frame");
-  std::printf("latency    points -> outputs: %s, std %s ms (%d runs after %d warm-up; %s)\n", stats_line(total).c_str(),
-              ms3(total.stddev).c_str(), runs, warmup,
-              cpu ? "wall clock: voxelize, bind, forward" : "one CUDA graph: voxelizer + network");
-  std::printf("voxelizer  alone: median %s ms\n", ms3(alone_vox.median).c_str());
-  std::printf("network    alone on the same voxels: median %s ms\n", ms3(alone_net.median).c_str());
+  std::printf("latency    points -> outputs: %s (%d runs after %d warm-up; %s)\n", latency_text(total).c_str(), runs,
+              warmup, cpu ? "wall clock: voxelize, bind, forward" : "one CUDA graph: voxelizer + network");
+  std::printf("voxelizer  alone: median %s ms\n", fixed(alone_vox.median).c_str());
+  std::printf("network    alone on the same voxels: median %s ms\n", fixed(alone_net.median).c_str());
   std::printf("throughput %s frames/s\n", fixed(total.median > 0 ? 1000.0 * batch / total.median : 0.0, 0).c_str());
   if (const size_t ws = vox->workspace_bytes())
     std::printf("workspace  voxelizer %s (%d parallel frame%s), engine %s\n", format_bytes(double(ws)).c_str(),

@@ -435,11 +435,7 @@ int run_bench(const BenchArgs& a) {
     std::printf("first bind %.1f ms (planning%s)\n", bind_ms, tiles);
     const std::vector<double> ms = timed_forwards(*engine, warmup, runs, "bench");
     const TimingStats st = summarize_timings(ms);
-    std::printf(
-        "latency    median %s ms, p99 %s ms, mean %s ms, min %s ms, max %s ms, std %s ms (%d runs after %d "
-        "warm-up)\n",
-        ms3(st.median).c_str(), ms3(st.p99).c_str(), ms3(st.mean).c_str(), ms3(st.min).c_str(), ms3(st.max).c_str(),
-        ms3(st.stddev).c_str(), runs, warmup);
+    std::printf("latency    %s (%d runs after %d warm-up)\n", latency_text(st).c_str(), runs, warmup);
     if (const size_t ws = engine->workspace_bytes()) std::printf("workspace  %s\n", format_bytes(double(ws)).c_str());
     record_runs(in.indices.dim(0), ms);
 

@@ -102,6 +102,11 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+std::string latency_text(const TimingStats& st) {
+  return "median " + fixed(st.median) + " ms, p99 " + fixed(st.p99) + " ms, mean " + fixed(st.mean) + " ms, min " +
+         fixed(st.min) + " ms, max " + fixed(st.max) + " ms, std " + fixed(st.stddev) + " ms";
+}
+
 std::string describe_tensor(const Tensor& t) { return std::string(dtype_name(t.dtype())) + " " + t.shape_string(); }
 
 std::string Table::str(const std::string& indent) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scn/engine.h"
+#include "scn/timing.h"
 
 namespace scn::cli {
 
@@ -21,6 +22,8 @@ std::vector<int64_t> parse_count_list(const std::string& text);
 std::string format_bytes(double bytes);
 /// Fixed notation with `digits` decimals.
 std::string fixed(double v, int digits = 3);
+/// "median M ms, p99 P ms, mean A ms, min L ms, max H ms, std S ms" (3 decimals): scn bench's latency line.
+std::string latency_text(const TimingStats& st);
 /// Shape and dtype: "float16 [79745, 5]".
 std::string describe_tensor(const Tensor& t);
 

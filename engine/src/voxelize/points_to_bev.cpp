@@ -61,9 +61,11 @@ void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int
 PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
                                      const Int3& grid, int warmup, int runs, int input) {
   check_same_backend(engine, vox);
-  SCN_CHECK(!frames.empty(), "time_points_to_bev: no frames (one frame, or a batch of up to max_batch)");
-  SCN_CHECK(warmup >= 0 && runs >= 1, "time_points_to_bev: warmup = ", warmup, ", runs = ", runs,
-            " (warmup >= 0, runs >= 1)");
+  SCN_CHECK(!frames.empty(), engine.graph().source,
+            ": time_points_to_bev got no frames (one frame, or a batch of up "
+            "to max_batch)");
+  SCN_CHECK(warmup >= 0 && runs >= 1, engine.graph().source, ": time_points_to_bev: warmup = ", warmup,
+            ", runs = ", runs, " (warmup >= 0, runs >= 1)");
 #ifdef SCN_WITH_CUDA
   if (vox.backend() == Backend::Cuda) return vox::time_points_graphs(engine, vox, frames, grid, warmup, runs, input);
 #endif

@@ -3,30 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/stream_timing.h"
 #include "scn/points_to_bev.h"
 #include "voxelize/voxelize_internal.h"
 
 namespace scn::vox {
 
 namespace {
-
-/// A non-blocking stream and two timing events on the current device, released with their owner.
-struct TimingStream {
-  cudaStream_t s = nullptr;
-  cudaEvent_t a = nullptr, b = nullptr;
-  TimingStream() {
-    SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    SCN_CUDA_CHECK(cudaEventCreate(&a));
-    SCN_CUDA_CHECK(cudaEventCreate(&b));
-  }
-  ~TimingStream() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    cudaStreamDestroy(s);
-  }
-  TimingStream(const TimingStream&) = delete;
-  TimingStream& operator=(const TimingStream&) = delete;
-};
 
 /// An instantiated graph, released with its owner.
 struct GraphExec {
@@ -41,7 +24,7 @@ struct GraphExec {
 
 /// Captures what `work` enqueues on ts.s into g. A failure inside the capture ends it before the error goes on.
 template <typename Work>
-void capture(TimingStream& ts, GraphExec& g, const Work& work) {
+void capture(const cuda::OwnedStream& ts, GraphExec& g, const Work& work) {
   SCN_CUDA_CHECK(cudaStreamBeginCapture(ts.s, cudaStreamCaptureModeThreadLocal));
   cudaGraph_t graph = nullptr;
   try {
@@ -57,20 +40,10 @@ void capture(TimingStream& ts, GraphExec& g, const Work& work) {
   SCN_CUDA_CHECK(e);
 }
 
-/// Milliseconds of `runs` launches of g after `warmup` ones, each between two events.
-std::vector<double> time_graph(TimingStream& ts, const GraphExec& g, int warmup, int runs) {
+/// Milliseconds of `runs` launches of g after `warmup` ones (cuda::time_enqueues).
+std::vector<double> time_graph(const cuda::OwnedStream& ts, const GraphExec& g, int warmup, int runs) {
   for (int i = 0; i < warmup; ++i) SCN_CUDA_CHECK(cudaGraphLaunch(g.exec, ts.s));
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    SCN_CUDA_CHECK(cudaEventRecord(ts.a, ts.s));
-    SCN_CUDA_CHECK(cudaGraphLaunch(g.exec, ts.s));
-    SCN_CUDA_CHECK(cudaEventRecord(ts.b, ts.s));
-    SCN_CUDA_CHECK(cudaEventSynchronize(ts.b));
-    float t = 0.f;
-    SCN_CUDA_CHECK(cudaEventElapsedTime(&t, ts.a, ts.b));
-    ms.push_back(double(t));
-  }
-  return ms;
+  return cuda::time_enqueues(ts.s, runs, [&] { SCN_CUDA_CHECK(cudaGraphLaunch(g.exec, ts.s)); });
 }
 
 }  // namespace
@@ -91,7 +64,7 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
   // the voxelizer's time (as Voxelizer::time_run)
   std::vector<Tensor> on_device;
   for (const Tensor& f : frames) on_device.push_back(f.device() == Device::Cuda ? f : f.to(Device::Cuda));
-  TimingStream ts;
+  const cuda::OwnedStream ts;
   GraphExec both, alone_vox, alone_net;
   capture(ts, both, [&] {
     run_frames(vox, on_device, ts.s);

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_mem.h"
+#include "backends/cuda/stream_timing.h"
 #include "scn/error.h"
 #include "voxelize/voxelize_internal.h"
 #include "voxelize/voxelize_kernels.cuh"
@@ -24,24 +25,8 @@ namespace scn::vox {
 namespace {
 
 using DeviceBuffer = cuda::DevMem;  // owned device memory (backends/cuda/cuda_mem.h)
-
-/// A non-blocking CUDA stream, destroyed with its owner.
-struct OwnedStream {
-  cudaStream_t s = nullptr;
-  OwnedStream() { SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~OwnedStream() { cudaStreamDestroy(s); }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-};
-
-/// A CUDA event without timing, destroyed with its owner.
-struct OwnedEvent {
-  cudaEvent_t e = nullptr;
-  OwnedEvent() { SCN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
-  ~OwnedEvent() { cudaEventDestroy(e); }
-  OwnedEvent(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(const OwnedEvent&) = delete;
-};
+using cuda::OwnedEvent;             // owned streams and events (backends/cuda/stream_timing.h)
+using cuda::OwnedStream;
 
 class CudaVoxelizer final : public Voxelizer {
  public:
@@ -193,25 +178,14 @@ class CudaVoxelizer final : public Voxelizer {
   std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     const Tensor dev = points.to(Device::Cuda);  // time the voxelizer, not the upload
-    cudaStream_t s = nullptr;
-    SCN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaEvent_t a = nullptr, b = nullptr;
-    SCN_CUDA_CHECK(cudaEventCreate(&a));
-    SCN_CUDA_CHECK(cudaEventCreate(&b));
     std::vector<double> ms;
-    for (int i = 0; i < warmup + runs; ++i) {
-      SCN_CUDA_CHECK(cudaEventRecord(a, s));
-      run(dev, s);
-      SCN_CUDA_CHECK(cudaEventRecord(b, s));
-      SCN_CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0.f;
-      SCN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      if (i >= warmup) ms.push_back(double(t));
+    {
+      const OwnedStream s;
+      for (int i = 0; i < warmup; ++i) run(dev, s.s);
+      ms = cuda::time_enqueues(s.s, runs, [&] { run(dev, s.s); });
+      SCN_CUDA_CHECK(cudaStreamSynchronize(s.s));
+      stream_ = nullptr;  // this stream ends here (its work done): count() and stats() then use the legacy stream
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    stream_ = nullptr;
-    cudaStreamDestroy(s);
     check_errors();
     return ms;
   }

@@ -10,6 +10,7 @@
 #include "backends/backend_factory.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_check.h"
+#include "backends/cuda/stream_timing.h"
 #include "backends/cuda/tile_choice.h"
 #include "core/input_check.h"
 #include "core/options.h"
@@ -382,22 +383,7 @@ std::vector<double> CudaEngine::time_forward(int warmup, int runs) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (int i = 0; i < warmup; ++i) forward(own_stream_);
   check_errors();
-  cudaEvent_t a, b;
-  SCN_CUDA_CHECK(cudaEventCreate(&a));
-  SCN_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  ms.reserve(size_t(std::max(0, runs)));
-  for (int i = 0; i < runs; ++i) {
-    SCN_CUDA_CHECK(cudaEventRecord(a, own_stream_));
-    forward(own_stream_);
-    SCN_CUDA_CHECK(cudaEventRecord(b, own_stream_));
-    SCN_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0.f;
-    SCN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(double(t));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  const std::vector<double> ms = time_enqueues(own_stream_, runs, [&] { forward(own_stream_); });
   check_errors();
   return ms;
 }
