@@ -109,8 +109,8 @@ class Voxelizer(OnDevice):
 
     @property
     def workspace_bytes(self) -> int:
-        """Device memory the voxelizer holds (CUDA: a workspace per parallel frame, output rows per frame of max_batch
-        and the batch buffers); 0 on the CPU."""
+        """Device memory the voxelizer holds (CUDA: a workspace per parallel frame and the output rows, max_batch x
+        max_voxels); 0 on the CPU."""
         return self._impl.workspace_bytes
 
     def __repr__(self) -> str:

@@ -154,7 +154,7 @@ class PyEngine {
         call.batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
         v.config().batch_index,
         ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
-    const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run(), whose outputs are other buffers
+    const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run(), whose count is elsewhere
     {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
@@ -342,7 +342,7 @@ class PyEngine {
   std::vector<std::string> input_labels_;                  ///< "input 'x'": what the import errors name
   scn::py::Placement where_;                               ///< where this engine reads input arrays
   const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any
-  int bound_frames_ = 0;  ///< and for how many frames of its run_batch (0: its run(), the single-frame buffers)
+  int bound_frames_ = 0;  ///< and for how many frames of its run_batch (0: its run(), the frame's count)
   std::mutex mutex_;
   bool cuda_ = false;
   bool inputs_released_ = false;  ///< release_inputs() ran (interpreter exit): no more bindings or forwards

@@ -189,7 +189,7 @@ TEST(VoxelizeCuda, RunBatchBitwiseEqualToTheFramesOnTheCpu) {
   gpu->run_batch(two);
   EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, two),
             voxelize(frames[3], c).stats.voxels + voxelize(frames[2].to(Device::Host), c).stats.voxels);
-  // a single frame afterwards: its own buffers and the config's batch index again
+  // a single frame afterwards: the first max_voxels rows of the buffer and the config's batch index again
   gpu->run(frames[0]);
   expect_equal_to_cpu(*gpu, frames[0], c);
   EXPECT_EQ(gpu->features_buffer().dim(0), c.max_voxels);
@@ -247,7 +247,7 @@ TEST(VoxelizeCuda, RunBatchWithFewerParallelFramesIsTheSameBatch) {
 }
 
 // The device memory a voxelizer holds: one workspace (at least the cell bitmap) per parallel frame, each the same
-// size, beside output rows per frame of max_batch and the batch buffers; the CPU voxelizer holds none.
+// size, beside one output buffer of max_batch x max_voxels rows; the CPU voxelizer holds none.
 TEST(VoxelizeCuda, WorkspaceGrowsByOneLanePerParallelFrame) {
   SCN_REQUIRE_CUDA();
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
@@ -265,6 +265,12 @@ TEST(VoxelizeCuda, WorkspaceGrowsByOneLanePerParallelFrame) {
   EXPECT_EQ(p[2] - p[1], p[1] - p[0]);
   // one lane less saves a lane's workspace: what a frame of max_batch adds less its output rows
   EXPECT_LT(p[1] - p[0], w[1] - w[0]);
+  // A frame of max_batch in no lane of its own adds its output rows once (the frames write into one buffer, no batch
+  // copy) and a few bytes of statistics.
+  const size_t rows = size_t(c.max_voxels) * (c.feature_columns.size() * dtype_size(c.feature_dtype) + 16);
+  const size_t one_lane_frame = Voxelizer::create(c, Backend::Cuda, 300000, 0, 2, 1)->workspace_bytes() - w[0];
+  EXPECT_GE(one_lane_frame, rows);
+  EXPECT_LE(one_lane_frame, rows + 1024);
   EXPECT_EQ(Voxelizer::create(c, Backend::Cpu, 300000, 0, 3)->workspace_bytes(), 0u);
 }
 
@@ -295,8 +301,8 @@ TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
   cudaStreamDestroy(s);
 }
 
-// run_batch() forks lanes 1.. off the caller's stream and joins them before the append: inside a capture those are
-// parallel branches of the caller's graph. Replayed three times, with other frames' runs in
+// run_batch() forks lanes 1.. off the caller's stream (a frame's rows wait for the earlier frames' counts on other
+// lanes) and joins them before the batch's statistics: inside a capture those are parallel branches of the caller's graph. Replayed three times, with other frames' runs in
 // between (they leave the lanes' bitmaps clear), the graph gives the rows of the same batch run outside the capture,
 // which are the CPU's frames bit for bit.
 TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {

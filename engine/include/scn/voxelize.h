@@ -151,7 +151,7 @@ class Voxelizer {
   /// CPU: wall clock.
   virtual std::vector<double> time_run(const Tensor& points, int warmup, int runs) = 0;
   /// Bytes of device memory the voxelizer holds, all allocated at create(): CUDA, a workspace per parallel frame (cell
-  /// bitmaps, ranks, per-point and per-voxel buffers), output rows per frame of max_batch and the batch buffers; the
+  /// bitmaps, ranks, per-point and per-voxel buffers) and the output rows (max_batch x max_voxels); the
   /// CPU backend 0 (its buffers are host memory, sized by each run).
   virtual size_t workspace_bytes() const { return 0; }
 

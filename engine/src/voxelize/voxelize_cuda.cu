@@ -1,11 +1,12 @@
 // The CUDA voxelizer (scn::Voxelizer on CUDA): its buffers, sized once at construction, and the launches of the
 // kernels of voxelize_kernels.cuh (whose header describes the six steps) for run() and run_batch(). A frame's kernels
-// work in a lane (its bitmaps, ranks, per-point and per-voxel buffers) and write the frame's own statistics and output
-// rows; run() uses lane 0 on the caller's stream, run_batch() gives frame b lane b mod parallel_frames, the lanes after
-// the first on streams of their own forked from the caller's and joined to it, so the lanes' frames overlap (a lane's
-// frames run one after another on its stream), then one kernel appends the frames' rows in frame order. Both enqueue
-// only: no allocation, no host synchronisation; count(), stats() and the outputs synchronise on the stream of the last
-// run.
+// work in a lane (its bitmaps, ranks, per-point and per-voxel buffers) and write the frame's own statistics; run() uses
+// lane 0 on the caller's stream, run_batch() gives frame b lane b mod parallel_frames, the lanes after the first on
+// streams of their own forked from the caller's and joined to it, so the lanes' frames overlap (a lane's frames run one
+// after another on its stream). Every frame writes its rows into the one output buffer behind those of the frames
+// before it: its kernels that write rows wait (events) until every earlier frame has counted its voxels, then one
+// kernel sums the batch's statistics. Both enqueue only: no allocation, no host synchronisation; count(), stats() and
+// the outputs synchronise on the stream of the last run.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -65,6 +66,7 @@ class CudaVoxelizer final : public Voxelizer {
         lane.stream = std::make_unique<OwnedStream>();
         lane.done = std::make_unique<OwnedEvent>();
       }
+      if (parallel_frames > 1) lane.counted = std::make_unique<OwnedEvent>();
     }
     fork_ = std::make_unique<OwnedEvent>();  // streams and events on the voxelizer's device (set above)
     alloc(small_, size_t(max_batch) * kSmallBytes);
@@ -76,8 +78,6 @@ class CudaVoxelizer final : public Voxelizer {
     const size_t batch_rows = size_t(max_batch) * size_t(c.max_voxels);
     alloc(features_, batch_rows * row_bytes_);
     alloc(indices_, batch_rows * 16);
-    alloc(batch_features_, batch_rows * row_bytes_);
-    alloc(batch_indices_, batch_rows * 16);
     alloc(batch_state_, sizeof(BatchState));
   }
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
@@ -90,7 +90,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    enqueue(points, 0, 0, s);
+    enqueue(points, FramePlace{0, 0, config_.batch_index, 0, false}, s);
     stream_ = s;
     points_ = points.dim(0);
     ran_ = true;
@@ -102,10 +102,11 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
-    // Lanes 1.. start after what the caller enqueued on s so far and end before the append (events: no host wait;
-    // inside the caller's graph capture they become parallel branches of it). Frame b works in lane b mod L, after
-    // the lane's previous frame on the lane's stream.
+    // Lanes 1.. start after what the caller enqueued on s so far and end before the batch's statistics (events: no
+    // host wait; inside the caller's graph capture they become parallel branches of it). Frame b works in lane b mod
+    // L, after the lane's previous frame on the lane's stream; its rows come after every earlier frame has counted.
     const size_t nb = frames.size(), L = lanes_.size();
+    const bool cross_lane = nb > 1 && L > 1;
     if (nb > 1 && L > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
     frame_points_.clear();
     int64_t points = 0;
@@ -114,7 +115,7 @@ class CudaVoxelizer final : public Voxelizer {
       Lane& lane = lanes_[l];
       cudaStream_t ls = l == 0 ? s : lane.stream->s;
       if (l > 0 && b == l) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));  // the lane's first frame
-      enqueue(frames[b], int(b), int(l), ls);
+      enqueue(frames[b], FramePlace{int(b), int(l), int(b), int(std::min(b, L)), cross_lane}, ls);
       if (l > 0 && b + L >= nb) {  // the lane's last frame
         SCN_CUDA_CHECK(cudaEventRecord(lane.done->e, ls));
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done->e, 0));
@@ -122,13 +123,8 @@ class CudaVoxelizer final : public Voxelizer {
       frame_points_.push_back(frames[b].dim(0));
       points += frames[b].dim(0);
     }
-    const int nf = int(nb);
-    const int blocks = int(std::max<int64_t>(
-        1, std::min<int64_t>((config_.max_voxels + kThreads - 1) / kThreads, int64_t(sm_count_) * 8 / nf)));
-    append_batch_kernel<<<dim3(unsigned(blocks), unsigned(nf)), kThreads, 0, s>>>(
-        features_.get<uint16_t>(), indices_.get<int4>(), config_.max_voxels, small_.get<char>(), int64_t(kSmallBytes),
-        int(kCountersOffset), nf, int(row_bytes_ / 2), batch_features_.get<uint16_t>(), batch_indices_.get<int4>(),
-        batch_state());
+    batch_state_kernel<<<1, 1, 0, s>>>(small_.get<char>(), int64_t(kSmallBytes), int(kCountersOffset), int(nb),
+                                       batch_state());
     SCN_CUDA_LAUNCHED();
     stream_ = s;
     points_ = points;
@@ -197,9 +193,19 @@ class CudaVoxelizer final : public Voxelizer {
     workspace_bytes_ += b.bytes();
   }
 
-  /// Frame f's six kernels in lane `l` (its bitmaps and buffers), writing frame f's statistics and output rows,
+  /// Where a frame runs and writes: frame f of the batch (its statistics slot; its rows follow frames 0..f-1's), in
+  /// lane l, with this batch index in its rows. With cross_lane, the frames before f in lanes 0..lanes_before-1 other
+  /// than l ran on other streams: f records its lane's `counted` event once it has counted its voxels, and waits for
+  /// those lanes' events (their latest frames, all before f) before it writes rows.
+  struct FramePlace {
+    int f, l, batch_index, lanes_before;
+    bool cross_lane;
+  };
+
+  /// Frame p.f's six kernels in lane p.l (its bitmaps and buffers), writing the frame's statistics and output rows,
   /// enqueued on s (the lane's previous frame before them on s).
-  void enqueue(const Tensor& points, int f, int l, cudaStream_t s) {
+  void enqueue(const Tensor& points, const FramePlace& p, cudaStream_t s) {
+    const int f = p.f, l = p.l;
     Lane& lane = lanes_[size_t(l)];
     const int64_t P = points.dim(0);
     const void* pts = points.data();
@@ -227,6 +233,11 @@ class CudaVoxelizer final : public Voxelizer {
         bits, coarse, coarse_words_, lane.word_rank.get<int32_t>(), lane.block_total.get<int32_t>(),
         lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(f), counters(f));
     SCN_CUDA_LAUNCHED();
+    if (p.cross_lane) {
+      SCN_CUDA_CHECK(cudaEventRecord(lane.counted->e, s));
+      for (int o = 0; o < p.lanes_before; ++o)
+        if (o != l) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[size_t(o)].counted->e, 0));
+    }
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(
           lane.keys.get<uint32_t>(), P, g_.cells, bits, lane.word_rank.get<int32_t>(), lane.block_prefix.get<int32_t>(),
@@ -244,7 +255,9 @@ class CudaVoxelizer final : public Voxelizer {
                     config_.point_columns,
                     config_.max_points_per_voxel,
                     config_.reduction == VoxelReduction::Mean ? 1 : 0,
-                    config_.batch_index};
+                    p.batch_index,
+                    f,
+                    int(kSmallBytes / sizeof(int32_t))};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
       launch_features(pts, points.dtype(), a, f, l, P, blocks, fblocks, s);
     }
@@ -259,16 +272,10 @@ class CudaVoxelizer final : public Voxelizer {
   DeviceCounters* counters(int f) const {
     return reinterpret_cast<DeviceCounters*>(small_.get<char>() + size_t(f) * kSmallBytes + kCountersOffset);
   }
-  /// Frame f's output rows (max_voxels of them).
-  char* frame_features(int f) const {
-    return features_.get<char>() + size_t(f) * size_t(config_.max_voxels) * row_bytes_;
-  }
-  int4* frame_indices(int f) const { return indices_.get<int4>() + size_t(f) * size_t(config_.max_voxels); }
-
   void launch_features(const void* pts, DType in, const FeatureArgs& a, int f, int l, int64_t P, int point_blocks,
                        int blocks, cudaStream_t s) {
     const bool half_out = config_.feature_dtype == DType::Float16;
-    char* feat = frame_features(f);
+    char* feat = features_.get<char>();  // the kernels start at the frame's first row (rows_before)
     if (in == DType::Float32 && half_out)
       launch_features_as(static_cast<const float*>(pts), reinterpret_cast<__half*>(feat), a, f, l, P, point_blocks,
                          blocks, s);
@@ -287,7 +294,7 @@ class CudaVoxelizer final : public Voxelizer {
   void launch_features_as(const T* pts, O* feat, const FeatureArgs& a, int f, int l, int64_t P, int point_blocks,
                           int blocks, cudaStream_t s) {
     Lane& lane = lanes_[size_t(l)];
-    int4* idx = frame_indices(f);
+    int4* idx = indices_.get<int4>();
     features_kernel<<<blocks, kThreads, 0, s>>>(pts, g_, a, feat, idx, lane.big_list.get<int32_t>(),
                                                 lane.spill_base.get<int32_t>(), counters(f), stats(f));
     SCN_CUDA_LAUNCHED();
@@ -317,8 +324,8 @@ class CudaVoxelizer final : public Voxelizer {
     return d;
   }
   BatchState* batch_state() const { return batch_state_.get<BatchState>(); }
-  void* out_features() const { return batched_ ? batch_features_.get() : features_.get(); }
-  void* out_indices() const { return batched_ ? batch_indices_.get() : indices_.get(); }
+  void* out_features() const { return features_.get(); }
+  void* out_indices() const { return indices_.get(); }
   int64_t buffer_rows() const { return batched_ ? int64_t(max_batch_) * config_.max_voxels : config_.max_voxels; }
 
   /// A frame's workspace (run(): lane 0; run_batch(): frame b in lane b mod parallel_frames). Lanes 1.. have their own
@@ -330,6 +337,7 @@ class CudaVoxelizer final : public Voxelizer {
     DeviceBuffer staging;                                             // host points copied in
     std::unique_ptr<OwnedStream> stream;                              // lanes 1..
     std::unique_ptr<OwnedEvent> done;                                 // lanes 1..: their frames' end on `stream`
+    std::unique_ptr<OwnedEvent> counted;  // parallel_frames > 1: its latest frame's voxels counted (FramePlace)
   };
 
   int device_;
@@ -343,8 +351,8 @@ class CudaVoxelizer final : public Voxelizer {
   std::vector<Lane> lanes_;           ///< parallel_frames of them
   std::unique_ptr<OwnedEvent> fork_;  ///< run_batch(): the caller's stream when the batch was enqueued
   DeviceBuffer small_, columns_;
-  DeviceBuffer features_, indices_;                            ///< the frames' output rows, max_voxels per frame
-  DeviceBuffer batch_features_, batch_indices_, batch_state_;  // run_batch()'s output
+  DeviceBuffer features_, indices_;  ///< the output rows: max_batch x max_voxels, each frame's behind the earlier ones'
+  DeviceBuffer batch_state_;         ///< run_batch()'s count and statistics
   std::vector<int64_t> frame_points_;  ///< the last batch's point counts, for its overflow message
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;

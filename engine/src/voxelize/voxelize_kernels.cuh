@@ -21,8 +21,9 @@
 //      bitmap words the second-level bitmap lists, so the next run starts from a clean bitmap
 //      without a memset of the whole grid.
 // run_batch() runs each frame's kernels in a workspace (a lane, voxelize_cuda.cu; parallel_frames of them), the lanes
-// side by side, then append_batch_kernel puts the frames' voxels behind one another (offsets and the batch's count
-// stay on the device).
+// side by side; a frame's features and big-voxel kernels write its rows behind those of the frames before it (its
+// first row: their counts, summed on the device once they are known), so the batch needs no buffer of its own, and
+// batch_state_kernel sums the frames' statistics (the batch's count stays on the device).
 // Design and measurements: docs/voxelize.md, docs/benchmarks.md.
 #pragma once
 
@@ -70,7 +71,7 @@ struct DeviceCounters {
   uint32_t rank_blocks;  ///< rank blocks finished (the last one scans the block totals)
 };
 
-/// What run_batch() keeps on the device beside the frames' first rows (reset by one memset per batch).
+/// The batch's count and statistics, written by batch_state_kernel after run_batch()'s frames.
 struct BatchState {
   DeviceStats stats;       ///< the frames' statistics summed; overflow: any frame's
   int32_t total;           ///< the batch's rows so far (the engine's device count)
@@ -222,10 +223,20 @@ struct FeatureArgs {
   const uint32_t* slots;      // kSlots positions per voxel (its first arrivals, any order)
   const int32_t* spill_base;  // per listed voxel of more than kSlots points: its region in `spill`
   const uint32_t* spill;      // the other positions of those voxels (any order)
-  const int32_t* count;       // voxels to write
+  const int32_t* count;       // voxels to write; the frames before this one keep theirs at count - k * count_stride
   const int* columns;         // feature columns
   int F, C, max_points, mean, batch;
+  int frame;         // frames of the batch before this one (their rows come first; run(): 0)
+  int count_stride;  // int32 units between two frames' counts
 };
+
+/// The frame's first output row: the rows of the frames before it (their counts, final before this frame's kernels
+/// that write rows run: stream order and the lanes' events, voxelize_cuda.cu).
+__device__ __forceinline__ int64_t rows_before(const FeatureArgs& a) {
+  int64_t rows = 0;
+  for (int k = 1; k <= a.frame; ++k) rows += a.count[-int64_t(k) * a.count_stride];
+  return rows;
+}
 
 /// Point values a warp loads at once for its voxel's features (kept points x feature columns); wider
 /// voxels load column by column.
@@ -344,6 +355,9 @@ __global__ void __launch_bounds__(kThreads)
                     DeviceStats* st) {
   const int lane = threadIdx.x & 31;
   const int32_t n = *a.count;
+  const int64_t first_row = rows_before(a);
+  feat += first_row * a.F;
+  idx += first_row;
   unsigned excess = 0;
   const int64_t stride = int64_t(gridDim.x) * kThreads;
   for (int64_t v0 = int64_t(blockIdx.x) * kThreads + (threadIdx.x & ~31); v0 < n; v0 += stride) {  // warp-uniform
@@ -426,6 +440,9 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float staged[kWarpsPerBlock][kStagedValues];
   const int w = threadIdx.x >> 5;
   const int32_t nb = ctr->big_count;
+  const int64_t first_row = rows_before(a);
+  feat += first_row * a.F;
+  idx += first_row;
   for (int32_t i = blockIdx.x * kWarpsPerBlock + w; i < nb; i += gridDim.x * kWarpsPerBlock)
     write_voxel_warp(pts, g, a, feat, idx, big_list[i], chosen[w], staged[w]);
   // a thread per second-level word: one load each, then stores only
@@ -437,51 +454,26 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// Appends the batch's frames to the batch buffers in frame order, with batch index b for frame b. Frame b's rows are
-/// lane b's (`lane_rows` rows apart in feat / idx); its statistics and counters sit in lane b's `small_stride` bytes of
-/// `small` (DeviceStats first, DeviceCounters at `counters_offset`). Block row blockIdx.y copies frame b's rows behind
-/// frames 0..b-1; block (0, 0)'s first thread writes the batch's count and its statistics, summed in frame order (the
-/// first frame that overflowed named). Rows are copied in 16-bit units (features are float16 or float32).
-__global__ void __launch_bounds__(kThreads)
-    append_batch_kernel(const uint16_t* __restrict__ feat, const int4* __restrict__ idx, int64_t lane_rows,
-                        const char* __restrict__ small, int64_t small_stride, int counters_offset, int frames,
-                        int row_units, uint16_t* __restrict__ batch_feat, int4* __restrict__ batch_idx,
-                        BatchState* bs) {
-  const auto stats_of = [&](int f) { return reinterpret_cast<const DeviceStats*>(small + f * small_stride); };
-  const auto count_of = [&](int f) {
-    return reinterpret_cast<const DeviceCounters*>(small + f * small_stride + counters_offset)->count;
-  };
-  const int b = int(blockIdx.y);
-  int32_t base = 0;
-  for (int f = 0; f < b; ++f) base += count_of(f);
-  if (b == 0 && blockIdx.x == 0 && threadIdx.x == 0) {  // the only writer of the batch's state
-    BatchState t{};
-    for (int f = 0; f < frames; ++f) {
-      const DeviceStats* st = stats_of(f);
-      t.total += count_of(f);
-      t.stats.out_of_range += st->out_of_range;
-      t.stats.non_finite += st->non_finite;
-      t.stats.full += st->full;
-      t.stats.voxels_found += st->voxels_found;
-      if (st->overflow && !t.overflow_frame) {
-        t.stats.overflow = 1;
-        t.overflow_frame = f + 1;
-        t.overflow_found = st->voxels_found;
-      }
+/// The batch's count and statistics (one thread): the frames' summed in frame order, the first frame that overflowed
+/// named. Frame f's statistics and counters sit in its `small_stride` bytes of `small` (DeviceStats first,
+/// DeviceCounters at `counters_offset`).
+__global__ void batch_state_kernel(const char* __restrict__ small, int64_t small_stride, int counters_offset,
+                                   int frames, BatchState* bs) {
+  BatchState t{};
+  for (int f = 0; f < frames; ++f) {
+    const DeviceStats* st = reinterpret_cast<const DeviceStats*>(small + f * small_stride);
+    t.total += reinterpret_cast<const DeviceCounters*>(small + f * small_stride + counters_offset)->count;
+    t.stats.out_of_range += st->out_of_range;
+    t.stats.non_finite += st->non_finite;
+    t.stats.full += st->full;
+    t.stats.voxels_found += st->voxels_found;
+    if (st->overflow && !t.overflow_frame) {
+      t.stats.overflow = 1;
+      t.overflow_frame = f + 1;
+      t.overflow_found = st->voxels_found;
     }
-    *bs = t;
   }
-  const int32_t n = count_of(b);
-  const uint16_t* src_feat = feat + b * lane_rows * row_units;
-  const int4* src_idx = idx + b * lane_rows;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads) {
-    int4 r = src_idx[i];
-    r.x = b;
-    batch_idx[base + i] = r;
-    const uint16_t* src = src_feat + i * row_units;
-    uint16_t* dst = batch_feat + (base + i) * row_units;
-    for (int k = 0; k < row_units; ++k) dst[k] = src[k];
-  }
+  *bs = t;
 }
 
 }  // namespace
