@@ -67,11 +67,15 @@ class LayerTiming(NamedTuple):
 
 class PointsTiming(NamedTuple):
     """``Engine.time_points()``: milliseconds per run of raw points -> outputs (the voxelizer and the forward;
-    CUDA: one CUDA graph), of the voxelizer alone and of the forward alone, and the frames' voxel count."""
+    CUDA: one CUDA graph), of the voxelizer alone and of the forward alone; on CUDA with frames in host memory also
+    of their upload alone (from pinned host memory) and of the upload followed by the path in one graph (both empty
+    otherwise); and the frames' voxel count."""
 
     total_ms: List[float]
     voxelizer_ms: List[float]
     network_ms: List[float]
+    upload_ms: List[float]
+    from_host_ms: List[float]
     voxels: int
 
 
@@ -217,13 +221,14 @@ class Engine(OnDevice):
         """scn::time_points_to_bev: raw points -> outputs timed through `voxelizer` (points as for run_points: one
         frame, or a list of frames as one batch), `runs` runs after `warmup` of each measurement: the whole path, the
         voxelizer alone, the forward alone (CUDA: each one CUDA graph, the voxel count on the device, timed with CUDA
-        events; host points are copied to the device once first; CPU: wall clock). The engine stays bound to the
-        voxelizer's output, as after run_points."""
+        events; host points are copied to the device once for these, and their upload is timed alone and before the
+        path as ``upload_ms`` / ``from_host_ms``; CPU: wall clock). The engine stays bound to the voxelizer's output,
+        as after run_points."""
         self._bound = None
         self._points_voxelizer = None
         t = self._impl.time_points(voxelizer._impl, points, int(warmup), int(runs))
         self._points_voxelizer = voxelizer
-        return PointsTiming(list(t[0]), list(t[1]), list(t[2]), int(t[3]))
+        return PointsTiming(*(list(ms) for ms in t[:5]), int(t[5]))
 
     def profile_layers(self) -> List[LayerTiming]:
         """Engine::profile_layers on the bound input: one forward run step by step (CUDA: events around each

@@ -224,12 +224,13 @@ class PyEngine {
   }
 
   /// scn::time_points_to_bev: `points` (one frame, or a list / tuple of frames as one batch) through `voxelizer`
-  /// and the forward, `runs` times after `warmup`, as (total, voxelizer alone, network alone) milliseconds per run and
-  /// the voxel count. CUDA: each measurement one CUDA graph on a stream of the library's. Leaves the engine bound to
-  /// the voxelizer's output (as run_points does).
-  std::tuple<std::vector<double>, std::vector<double>, std::vector<double>, int64_t> time_points(nb::handle voxelizer,
-                                                                                                 nb::handle points,
-                                                                                                 int warmup, int runs) {
+  /// and the forward, `runs` times after `warmup`, as (total, voxelizer alone, network alone, upload alone, upload and
+  /// total) milliseconds per run and the voxel count (the upload's lists: CUDA with host frames, else empty). CUDA:
+  /// each measurement one CUDA graph on a stream of the library's. Leaves the engine bound to the voxelizer's output
+  /// (as run_points does).
+  using PointsTimes = std::tuple<std::vector<double>, std::vector<double>, std::vector<double>, std::vector<double>,
+                                 std::vector<double>, int64_t>;
+  PointsTimes time_points(nb::handle voxelizer, nb::handle points, int warmup, int runs) {
     check_inputs_held();
     check_one_input("time each input's voxels with set_input() and time_forward()");
     scn::py::PyVoxelizer& v = nb::cast<scn::py::PyVoxelizer&>(voxelizer);
@@ -254,7 +255,7 @@ class PyEngine {
     Binding b;
     b.voxelizer = nb::borrow(voxelizer);
     kept_[0] = std::move(b);
-    return {t.total_ms, t.voxelizer_ms, t.network_ms, t.voxels};
+    return {t.total_ms, t.voxelizer_ms, t.network_ms, t.upload_ms, t.from_host_ms, t.voxels};
   }
 
   std::vector<double> time_forward(int warmup, int runs) {

@@ -12,6 +12,7 @@
 #include "engine/centerpoint_graph.h"
 #include "scn/engine.h"
 #include "scn/points_to_bev.h"
+#include "scn/timing.h"
 #include "voxelize/voxelize_test_util.h"
 #ifdef SCN_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>
@@ -171,7 +172,8 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
 // scn::time_points_to_bev on CUDA: a batch of two host frames through a voxelizer of one parallel frame and an engine
 // that replays its own graphs otherwise (inside the timing's captures it records its kernels). Afterwards the engine
 // stays bound to the voxelizer's output: its map equals the same build's on the CPU voxelizer's batch bound from the
-// host. A CPU engine with a CUDA voxelizer is refused, naming both.
+// host. Host frames have their upload timed as well (alone, and with the whole path); frames on the device none. A CPU
+// engine with a CUDA voxelizer is refused, naming both.
 TEST(PointsToBevCuda, TimedPipelineLeavesTheEngineOnTheVoxelizersBatch) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
@@ -189,9 +191,20 @@ TEST(PointsToBevCuda, TimedPipelineLeavesTheEngineOnTheVoxelizersBatch) {
   ASSERT_EQ(t.total_ms.size(), 5u);
   ASSERT_EQ(t.voxelizer_ms.size(), 5u);
   ASSERT_EQ(t.network_ms.size(), 5u);
-  for (const std::vector<double>* ms : {&t.total_ms, &t.voxelizer_ms, &t.network_ms})
+  // host frames: their upload is timed alone and with the whole path in one graph
+  ASSERT_EQ(t.upload_ms.size(), 5u);
+  ASSERT_EQ(t.from_host_ms.size(), 5u);
+  for (const std::vector<double>* ms : {&t.total_ms, &t.voxelizer_ms, &t.network_ms, &t.upload_ms, &t.from_host_ms})
     for (double v : *ms) EXPECT_TRUE(v > 0 && v < 1000) << v;
+  EXPECT_GT(summarize_timings(t.from_host_ms).median, summarize_timings(t.upload_ms).median);
   EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want) << "the engine's map after the timing differs";
+  // the same frames already on the device: nothing to upload, the same map
+  const PointsToBevTiming on_device =
+      time_points_to_bev(*eng, *vox, {frames[0].to(Device::Cuda), frames[1].to(Device::Cuda)}, grid, 1, 2);
+  EXPECT_EQ(on_device.total_ms.size(), 2u);
+  EXPECT_TRUE(on_device.upload_ms.empty());
+  EXPECT_TRUE(on_device.from_host_ms.empty());
+  EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want) << "the map after timing device frames differs";
 
   BuildOptions co;
   co.backend = Backend::Cpu;
@@ -235,6 +248,7 @@ TEST(PointsToBev, CpuTimingRunsTheWholePathAndChecksItsArguments) {
   EXPECT_EQ(t.voxelizer_ms.size(), 3u);
   EXPECT_EQ(t.network_ms.size(), 3u);
   for (double ms : t.total_ms) EXPECT_GT(ms, 0.0);
+  EXPECT_TRUE(t.upload_ms.empty() && t.from_host_ms.empty()) << "the CPU has no upload to time";
   EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want);
   EXPECT_THROW(time_points_to_bev(*eng, *vox, {}, grid, 1, 3), Error);
   EXPECT_THROW(time_points_to_bev(*eng, *vox, {cloud}, grid, 1, 0), Error);

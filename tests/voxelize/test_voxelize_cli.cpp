@@ -7,6 +7,7 @@
 
 #include "cli/cli_runner.h"
 #include "onnx_parser/onnx_writer.h"
+#include "scn/engine.h"
 #include "scn/points.h"
 #include "voxelize/voxelize_test_util.h"
 
@@ -132,6 +133,7 @@ TEST_F(VoxelizeCli, BenchTimesPointsToOutputs) {
   EXPECT_NE(r.out.find("voxelizer  alone: median "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("network    alone on the same voxels: median "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("throughput "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("from host"), std::string::npos) << "the CPU has no upload to time\n" << r.out;
   const std::string rows = test::read_file(csv);
   EXPECT_EQ(rows.rfind("voxels,run,ms\n", 0), 0u) << rows;
   for (int k = 0; k < 3; ++k)
@@ -154,6 +156,18 @@ TEST_F(VoxelizeCli, BenchTimesPointsToOutputs) {
   EXPECT_EQ(lanes.code, 1);
   EXPECT_NE(lanes.err.find("--parallel-frames 2 exceeds the 1 point files given"), std::string::npos) << lanes.err;
   EXPECT_EQ(scn_cli("bench " + q(model_) + " --points " + q(points_) + " --synthetic 100").code, 2);  // usage
+}
+
+// On CUDA the points' upload is timed too: alone, and before the voxelizer and the network in one graph (a GPU test).
+TEST_F(VoxelizeCli, BenchTimesTheUploadOfHostPointsOnCuda) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const CliResult r =
+      scn_cli("bench " + q(model_) + " --points " + q(points_) + " " + kSmallVoxels + " --device cuda --runs 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(5 runs after 20 warm-up; one CUDA graph: voxelizer + network)"), std::string::npos) << r.out;
+  const size_t line = r.out.find("from host  upload + points -> outputs: median ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ms (the points' copy to the device alone: median ", line), std::string::npos) << r.out;
 }
 
 TEST_F(VoxelizeCli, RunChecksTheVoxelGridAgainstTheModel) {

@@ -1,5 +1,6 @@
 // scn bench MODEL.onnx --points FILE [--points FILE ...]: raw points -> outputs timed (scn::time_points_to_bev):
-// the voxelizer and the forward together (CUDA: one CUDA graph), each alone, and frames/s.
+// the voxelizer and the forward together (CUDA: one CUDA graph), each alone, frames/s, and on CUDA the points' upload
+// from pinned host memory alone and before the rest in one graph.
 #include <cstdio>
 #include <sstream>
 
@@ -55,6 +56,11 @@ int run_points_bench(const BenchArgs& a, EngineBuilder& builder, BuildOptions op
               warmup, cpu ? "wall clock: voxelize, bind, forward" : "one CUDA graph: voxelizer + network");
   std::printf("voxelizer  alone: median %s ms\n", fixed(alone_vox.median).c_str());
   std::printf("network    alone on the same voxels: median %s ms\n", fixed(alone_net.median).c_str());
+  if (!t.from_host_ms.empty())
+    std::printf(
+        "from host  upload + points -> outputs: median %s ms (the points' copy to the device alone: median %s ms, "
+        "from pinned host memory; one CUDA graph)\n",
+        fixed(summarize_timings(t.from_host_ms).median).c_str(), fixed(summarize_timings(t.upload_ms).median).c_str());
   std::printf("throughput %s frames/s\n", fixed(total.median > 0 ? 1000.0 * batch / total.median : 0.0, 0).c_str());
   if (const size_t ws = vox->workspace_bytes())
     std::printf("workspace  voxelizer %s (%d parallel frame%s), engine %s\n", format_bytes(double(ws)).c_str(),

@@ -3,7 +3,8 @@
 //   auto vox = scn::Voxelizer::create(cfg, scn::Backend::Cuda, 300000);
 //   auto engine = scn::load_engine_from_onnx("backbone.onnx", options);
 //   scn::PointsToBevTiming t = scn::time_points_to_bev(*engine, *vox, {points}, scn::model_grid(cfg), 50, 500);
-//   // t.total_ms: voxelizer + network per run (CUDA: one CUDA graph), t.voxelizer_ms and t.network_ms alone
+//   // t.total_ms: voxelizer + network per run (CUDA: one CUDA graph), t.voxelizer_ms and t.network_ms alone;
+//   // host points (CUDA): t.upload_ms their copy to the device, t.from_host_ms copy + voxelizer + network
 //
 // To run the path (not time it): bind_voxelizer_output() once (CUDA) or after each run (CPU), then
 // Voxelizer::run(points, stream) and Engine::forward(stream) on one stream (docs/voxelize.md).
@@ -28,16 +29,22 @@ struct PointsToBevTiming {
   std::vector<double> total_ms;      ///< points -> outputs per run: the voxelizer and the forward
   std::vector<double> voxelizer_ms;  ///< the voxelizer alone per run
   std::vector<double> network_ms;    ///< the forward alone per run, on the same voxels
-  int64_t voxels = 0;                ///< voxels of the frames (their sum for a batch)
+  /// CUDA, frames given in host memory: the host frames' copies to the device alone per run (from pinned host memory,
+  /// where a driver's buffer would be), and those copies, the voxelizer and the forward in one CUDA graph per run.
+  /// Empty on the CPU and when every frame is already on the device (nothing to upload).
+  std::vector<double> upload_ms;
+  std::vector<double> from_host_ms;
+  int64_t voxels = 0;  ///< voxels of the frames (their sum for a batch)
 };
 
 /// Times raw points -> outputs for `frames` (one frame: Voxelizer::run; several: run_batch, one batch of that many):
 /// `runs` runs after `warmup` of each of the three measurements. A first run outside the timing plans and (CUDA)
 /// tunes the engine for these voxels and raises any overflow. CUDA: each measurement is one CUDA graph (the
 /// voxelizer's kernels and the forward captured together on a stream of its own, the voxel count never leaving the
-/// device), timed with CUDA events around its launches; host frames are copied to the device once before (the upload
-/// is not timed, as in Voxelizer::time_run). CPU: wall clock of run + set_input + forward. The engine is left bound
-/// to the voxelizer's output (bind_voxelizer_output).
+/// device), timed with CUDA events around its launches. Host frames are copied to the device once for total_ms,
+/// voxelizer_ms and network_ms (as Voxelizer::time_run, those figures leave the upload out) and are timed with it in
+/// upload_ms and from_host_ms. CPU: wall clock of run + set_input + forward. The engine is left bound to the
+/// voxelizer's output (bind_voxelizer_output).
 PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
                                      const Int3& grid, int warmup, int runs, int input = 0);
 

@@ -1,8 +1,12 @@
 // scn::time_points_to_bev on CUDA: the voxelizer's kernels and the engine's forward captured into one CUDA graph per
-// measurement (both, the voxelizer alone, the forward alone) and timed with CUDA events around its launches.
+// measurement (both, the voxelizer alone, the forward alone; for host frames also their upload alone and the upload
+// with both) and timed with CUDA events around its launches.
 #include <cuda_runtime_api.h>
 
+#include <cstring>
+
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_mem.h"
 #include "backends/cuda/stream_timing.h"
 #include "scn/points_to_bev.h"
 #include "voxelize/voxelize_internal.h"
@@ -60,12 +64,28 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
   vox.check_errors();
   PointsToBevTiming t;
   t.voxels = vox.count();
-  // host frames go to the device once here: a capture cannot hold a copy from pageable memory, and the upload is not
-  // the voxelizer's time (as Voxelizer::time_run)
+  // Host frames go to the device once here (the voxelizer's time leaves the upload out, as Voxelizer::time_run), and
+  // into pinned host memory, where a captured copy can read them (a capture cannot hold a copy from pageable memory)
+  // for the upload's own measurements.
   std::vector<Tensor> on_device;
-  for (const Tensor& f : frames) on_device.push_back(f.device() == Device::Cuda ? f : f.to(Device::Cuda));
+  std::vector<cuda::PinnedMem> pinned;
+  for (const Tensor& f : frames) {
+    on_device.push_back(f.device() == Device::Cuda ? f : f.to(Device::Cuda));
+    if (f.device() == Device::Host && f.bytes() > 0) {
+      pinned.emplace_back();
+      pinned.back().alloc(f.bytes());
+      std::memcpy(pinned.back().get(), f.data(), f.bytes());
+    }
+  }
   const cuda::OwnedStream ts;
-  GraphExec both, alone_vox, alone_net;
+  const auto upload = [&] {
+    size_t k = 0;
+    for (size_t b = 0; b < frames.size(); ++b)
+      if (frames[b].device() == Device::Host && frames[b].bytes() > 0)
+        SCN_CUDA_CHECK(
+            cudaMemcpyAsync(on_device[b].data(), pinned[k++].get(), frames[b].bytes(), cudaMemcpyHostToDevice, ts.s));
+  };
+  GraphExec both, alone_vox, alone_net, alone_upload, from_host;
   capture(ts, both, [&] {
     run_frames(vox, on_device, ts.s);
     engine.forward(ts.s);
@@ -75,6 +95,16 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
   t.total_ms = time_graph(ts, both, warmup, runs);
   t.voxelizer_ms = time_graph(ts, alone_vox, warmup, runs);
   t.network_ms = time_graph(ts, alone_net, warmup, runs);
+  if (!pinned.empty()) {
+    capture(ts, alone_upload, upload);
+    capture(ts, from_host, [&] {
+      upload();
+      run_frames(vox, on_device, ts.s);
+      engine.forward(ts.s);
+    });
+    t.upload_ms = time_graph(ts, alone_upload, warmup, runs);
+    t.from_host_ms = time_graph(ts, from_host, warmup, runs);
+  }
   SCN_CUDA_CHECK(cudaStreamSynchronize(ts.s));
   vox.check_errors();
   engine.check_errors();

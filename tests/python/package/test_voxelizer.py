@@ -3,6 +3,7 @@
 voxelizer, run_points without a host wait, the voxelizer's overflow raised by Engine.check_errors()."""
 
 import gc
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -290,7 +291,8 @@ def test_a_list_of_frames_is_one_batch(tiny, device):
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
 def test_time_points_times_the_path_and_leaves_the_engine_bound(tiny, device):
     """Engine.time_points: per-run times of points -> outputs, the voxelizer alone and the forward alone, the voxel
-    count; a list of frames is one batch; afterwards forward() runs on the voxelizer's output, as after run_points."""
+    count; on CUDA the host frames' upload alone and before the path; a list of frames is one batch; afterwards
+    forward() runs on the voxelizer's output, as after run_points."""
     frames = [torch.from_numpy(tiny_points(s)) for s in (31, 32)]
     e = scn.Engine(tiny.path, device=device, max_batch=2)
     v = scn.Voxelizer(device=device, max_batch=2, **TINY_BOX)
@@ -298,6 +300,12 @@ def test_time_points_times_the_path_and_leaves_the_engine_bound(tiny, device):
     t = e.time_points(frames, v, warmup=1, runs=4)
     assert isinstance(t, scn.PointsTiming) and t.voxels == len(v(frames)[1]) > 100
     assert len(t.total_ms) == len(t.voxelizer_ms) == len(t.network_ms) == 4 and min(t.total_ms) > 0
+    if device == "cuda":  # host frames
+        assert len(t.upload_ms) == len(t.from_host_ms) == 4 and min(t.upload_ms) > 0
+        assert statistics.median(t.from_host_ms) > statistics.median(t.upload_ms)
+        assert e.time_points([f.cuda() for f in frames], v, warmup=0, runs=2).upload_ms == []
+    else:
+        assert t.upload_ms == [] and t.from_host_ms == []
     assert torch.equal(e.forward()[0], want)
     one = e.time_points(frames[0], v, warmup=0, runs=2)
     assert one.voxels == len(v(frames[0])[1]) and len(one.network_ms) == 2
