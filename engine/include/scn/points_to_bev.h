@@ -30,8 +30,9 @@ struct PointsToBevTiming {
   std::vector<double> voxelizer_ms;  ///< the voxelizer alone per run
   std::vector<double> network_ms;    ///< the forward alone per run, on the same voxels
   /// CUDA, frames given in host memory: the host frames' copies to the device alone per run (from pinned host memory,
-  /// where a driver's buffer would be), and those copies, the voxelizer and the forward in one CUDA graph per run.
-  /// Empty on the CPU and when every frame is already on the device (nothing to upload).
+  /// where a driver's buffer would be), and the voxelizer given the frames in pinned memory (it copies each on its
+  /// lane's stream) followed by the forward, in one CUDA graph per run. Empty on the CPU and when every frame is
+  /// already on the device (nothing to upload).
   std::vector<double> upload_ms;
   std::vector<double> from_host_ms;
   int64_t voxels = 0;  ///< voxels of the frames (their sum for a batch)

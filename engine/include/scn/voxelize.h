@@ -121,7 +121,8 @@ class Voxelizer {
   int parallel_frames() const { return parallel_frames_; }
 
   /// Voxelizes points [P, point_columns] (float32 / float16; CUDA: host or device tensor, host
-  /// points are copied on the stream). P > max_points is an scn::Error here.
+  /// points are copied on the stream: from pinned host memory asynchronously, and inside a graph
+  /// capture too). P > max_points is an scn::Error here.
   virtual void run(const Tensor& points, void* stream = nullptr) = 0;
   /// Voxelizes several frames (each [P_b, point_columns], as run() takes it) into one batched input: frame b's voxels
   /// follow those of frames 0..b-1, each frame's in run()'s order, with batch index b in column 0

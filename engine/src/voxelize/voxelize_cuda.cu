@@ -209,7 +209,9 @@ class CudaVoxelizer final : public Voxelizer {
     Lane& lane = lanes_[size_t(l)];
     const int64_t P = points.dim(0);
     const void* pts = points.data();
-    if (points.device() == Device::Host && P > 0) {  // a pageable copy: the host waits for it
+    // host points: from pageable memory the host waits for the copy, from pinned memory it is asynchronous (and can be
+    // captured into a graph)
+    if (points.device() == Device::Host && P > 0) {
       SCN_CUDA_CHECK(cudaMemcpyAsync(lane.staging.get(), points.data(), points.bytes(), cudaMemcpyHostToDevice, s));
       pts = lane.staging.get();
     }
