@@ -107,7 +107,7 @@ class CudaVoxelizer final : public Voxelizer {
     // L, after the lane's previous frame on the lane's stream; its rows come after every earlier frame has counted.
     const size_t nb = frames.size(), L = lanes_.size();
     const bool cross_lane = nb > 1 && L > 1;
-    if (nb > 1 && L > 1) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
+    if (cross_lane) SCN_CUDA_CHECK(cudaEventRecord(fork_->e, s));
     frame_points_.clear();
     int64_t points = 0;
     for (size_t b = 0; b < nb; ++b) {
@@ -235,11 +235,7 @@ class CudaVoxelizer final : public Voxelizer {
         bits, coarse, coarse_words_, lane.word_rank.get<int32_t>(), lane.block_total.get<int32_t>(),
         lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(f), counters(f));
     SCN_CUDA_LAUNCHED();
-    if (p.cross_lane) {
-      SCN_CUDA_CHECK(cudaEventRecord(lane.counted->e, s));
-      for (int o = 0; o < p.lanes_before; ++o)
-        if (o != l) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[size_t(o)].counted->e, 0));
-    }
+    if (p.cross_lane) SCN_CUDA_CHECK(cudaEventRecord(lane.counted->e, s));
     if (P > 0) {
       count_kernel<<<blocks, kThreads, 0, s>>>(
           lane.keys.get<uint32_t>(), P, g_.cells, bits, lane.word_rank.get<int32_t>(), lane.block_prefix.get<int32_t>(),
@@ -261,6 +257,9 @@ class CudaVoxelizer final : public Voxelizer {
                     f,
                     int(kSmallBytes / sizeof(int32_t))};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
+      if (p.cross_lane)  // the rows of the earlier frames on other lanes: their counts
+        for (int o = 0; o < p.lanes_before; ++o)
+          if (o != l) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[size_t(o)].counted->e, 0));
       launch_features(pts, points.dtype(), a, f, l, P, blocks, fblocks, s);
     }
   }
