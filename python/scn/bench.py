@@ -15,7 +15,8 @@ tensor per call; view: the engine's buffers; out: a preallocated tensor), plus t
 
 times raw points -> outputs instead: ``engine.run_points(frames, vox, outputs="view")`` per call (CUDA events on
 torch's current stream around the call) beside ``engine.time_points`` (the voxelizer and the network in one CUDA
-graph, each alone too). Point files are raw float32 rows of the voxelizer's point_columns (``scn synth --points``);
+graph, each alone too; and the points' upload from pinned host memory, alone and before that path). Point files are raw
+float32 rows of the voxelizer's point_columns (``scn synth --points``);
 several ``--points`` are one batch; ``--voxel KEY=VALUE`` overrides a voxelizer setting (a Python literal).
 ``--max-gap`` then bounds the call's median over time_points'.
 """
@@ -77,14 +78,16 @@ def _bench_points(a) -> int:
         if raw.size % columns:
             raise scn.Error(f"{path}: {raw.size} float32 values are not rows of {columns} (the voxelizer's "
                             "point_columns)")
-        frames.append(torch.from_numpy(raw.reshape(-1, columns)).cuda())
+        frames.append(torch.from_numpy(raw.reshape(-1, columns)))
     batch = len(frames)
     vox = scn.Voxelizer(a.preset, device="cuda", max_points=max(len(f) for f in frames), max_batch=batch,
                         **settings)
     engine = scn.Engine(a.model, device="cuda", precision=a.precision, max_batch=batch,
                         max_voxels=vox.config.max_voxels)
+    # time_points gets the host frames (it times their upload as well), the Python call the frames on the device
+    graph = engine.time_points(frames if batch > 1 else frames[0], vox, a.warmup, a.runs)
+    frames = [f.cuda() for f in frames]
     points = frames if batch > 1 else frames[0]
-    graph = engine.time_points(points, vox, a.warmup, a.runs)
     for _ in range(a.warmup):
         engine.run_points(points, vox, outputs="view")
     torch.cuda.synchronize()
@@ -106,6 +109,9 @@ def _bench_points(a) -> int:
     print(f"scn time_points (C++, one CUDA graph): median {total:.4f} ms (voxelizer alone "
           f"{statistics.median(graph.voxelizer_ms):.4f}, network alone {statistics.median(graph.network_ms):.4f}) "
           f"over {a.runs} runs")
+    if graph.from_host_ms:  # (empty when no frame has points to upload)
+        print(f"scn time_points from host memory: median {statistics.median(graph.from_host_ms):.4f} ms (the points' "
+              f"upload alone {statistics.median(graph.upload_ms):.4f}, from pinned host memory)")
     print(f"python run_points, outputs=view: median {call:.4f} ms (gap {call - total:+.4f} ms), host time in the "
           f"call {statistics.median(host):.4f} ms; {1000.0 * batch / call:.0f} frames/s")
     if a.max_gap is not None and call - total > a.max_gap:

@@ -331,6 +331,7 @@ def test_bench_times_points(tiny, tmp_path, capsys):
         text = capsys.readouterr().out
         assert f"frames {len(batch)}" in text and "scn time_points (C++, one CUDA graph): median" in text
         assert "python run_points, outputs=view: median" in text
+        assert "scn time_points from host memory: median" in text
     with pytest.raises(SystemExit):
         bench.main([str(tiny.path), "--points", str(files[0]), "--data", str(tmp_path)])
     with pytest.raises(SystemExit):
