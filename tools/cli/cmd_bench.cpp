@@ -33,7 +33,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   CLI::Option* s = c->add_option("--synthetic", a.synthetic, "Use a synthetic frame of N voxels instead of files")
                        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
-  std::vector<std::string> presets{"nuscenes", "kitti"};
+  std::vector<std::string> presets = synth::FrameOptions::preset_names();
   std::string vox_presets;
   for (const std::string& n : voxelizer_preset_names()) {
     presets.push_back(n);
@@ -161,7 +161,7 @@ synth::FrameOptions synth_options(const BenchArgs& a, const Graph& graph, const 
   const int32_t channels = graph.inputs.empty() ? 5 : graph.values[size_t(graph.inputs[0])].channels;
   std::string preset = a.preset;
   if (preset.empty()) preset = channels == 4 ? "kitti" : "nuscenes";
-  synth::FrameOptions o = preset == "kitti" ? synth::FrameOptions::kitti() : synth::FrameOptions::nuscenes();
+  synth::FrameOptions o = synth::FrameOptions::preset(preset);
   SCN_CHECK(channels == 4 || channels == 5, graph.source, ": the model's input has ", channels,
             " channels; synthetic frames have 4 or 5");
   o.channels = channels;
@@ -317,7 +317,10 @@ BuildOptions build_options(const BenchArgs& a) {
   return opts;
 }
 
-bool is_scene_preset(const std::string& p) { return p == "nuscenes" || p == "kitti"; }
+bool is_scene_preset(const std::string& p) {
+  const std::vector<std::string>& names = synth::FrameOptions::preset_names();
+  return std::find(names.begin(), names.end(), p) != names.end();
+}
 
 }  // namespace
 

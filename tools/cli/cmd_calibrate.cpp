@@ -35,7 +35,7 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
       ->check(CLI::Range(1, 100000));
   c->add_option("--seed", a.seed, "Seed of the first synthetic frame")->capture_default_str();
   c->add_option("--preset", a.preset, "Synthetic scene: nuscenes or kitti (default: by the model's input channels)")
-      ->check(CLI::IsMember({"nuscenes", "kitti"}));
+      ->check(CLI::IsMember(synth::FrameOptions::preset_names()));
   c->add_option("--method", a.method, "Activation range: absmax, percentile (of |x|, zeros included) or mse")
       ->capture_default_str()
       ->check(CLI::IsMember({"absmax", "percentile", "mse"}));
@@ -164,7 +164,7 @@ int run_calibrate(const CalibrateArgs& a) {
   synth::FrameOptions so;
   if (a.synthetic > 0) {
     std::string preset = a.preset.empty() ? (channels == 4 ? "kitti" : "nuscenes") : a.preset;
-    so = preset == "kitti" ? synth::FrameOptions::kitti() : synth::FrameOptions::nuscenes();
+    so = synth::FrameOptions::preset(preset);
     SCN_CHECK(channels == 4 || channels == 5, a.model, ": the model's input has ", channels,
               " channels; synthetic frames have 4 or 5");
     so.channels = channels;

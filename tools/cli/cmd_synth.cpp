@@ -24,7 +24,7 @@ CLI::App* add_synth(CLI::App& app, SynthArgs& a) {
                 "nuscenes: 32 beams, 10 sweeps, grid 41x1440x1440, 5 features; kitti: 64 beams, 1 sweep, "
                 "grid 41x1600x1408, 4 features")
       ->capture_default_str()
-      ->check(CLI::IsMember({"nuscenes", "kitti"}));
+      ->check(CLI::IsMember(synth::FrameOptions::preset_names()));
   c->add_option("--trim", a.trim, "How the surplus over --voxels is dropped: random (seeded) or farthest")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "farthest"}));
@@ -52,7 +52,7 @@ CLI::App* add_synth(CLI::App& app, SynthArgs& a) {
 }
 
 int run_synth(const SynthArgs& a) {
-  synth::FrameOptions o = a.preset == "kitti" ? synth::FrameOptions::kitti() : synth::FrameOptions::nuscenes();
+  synth::FrameOptions o = synth::FrameOptions::preset(a.preset);
   o.voxels = a.voxels;
   o.seed = a.seed;
   o.order = a.order == "xyz" ? synth::IndexOrder::Xyz : synth::IndexOrder::Zyx;

@@ -348,6 +348,17 @@ FrameOptions FrameOptions::kitti() {
   return o;
 }
 
+const std::vector<std::string>& FrameOptions::preset_names() {
+  static const std::vector<std::string> names{"nuscenes", "kitti"};
+  return names;
+}
+
+FrameOptions FrameOptions::preset(const std::string& name) {
+  if (name == "nuscenes") return nuscenes();
+  if (name == "kitti") return kitti();
+  SCN_FAIL("synthetic scene preset '", name, "' is unknown (presets: nuscenes, kitti)");
+}
+
 std::array<int32_t, 3> grid_zyx(const FrameOptions& o) {
   std::array<int32_t, 3> g = o.grid_zyx;
   const int32_t n[3] = {

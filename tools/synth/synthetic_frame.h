@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "scn/error.h"
@@ -40,9 +41,9 @@ enum class IndexOrder {
 enum class Trim { Random, Farthest };
 
 struct FrameOptions {
-  int64_t voxels = 0;           ///< exact voxel count; 0 = whatever the configured scan yields
+  int64_t voxels = 0;  ///< exact voxel count; 0 = whatever the configured scan yields
   uint64_t seed = 0;
-  int32_t batch_index = 0;      ///< written into column 0 of the indices
+  int32_t batch_index = 0;  ///< written into column 0 of the indices
   IndexOrder order = IndexOrder::Zyx;
   Trim trim = Trim::Random;
   int channels = 5;             ///< 5: x, y, z, intensity, time lag; 4: without the time lag
@@ -50,7 +51,7 @@ struct FrameOptions {
 
   // Voxelization.
   std::array<float, 6> range{-54.f, -54.f, -5.f, 54.f, 54.f, 3.f};  ///< x0 y0 z0 x1 y1 z1 (m)
-  std::array<float, 3> voxel_size{0.075f, 0.075f, 0.2f};          ///< x y z (m)
+  std::array<float, 3> voxel_size{0.075f, 0.075f, 0.2f};            ///< x y z (m)
   /// Grid (z, y, x). 0 = derived as spconv does: (nz + 1, ny, nx) with n = range / voxel size.
   std::array<int32_t, 3> grid_zyx{0, 0, 0};
 
@@ -58,11 +59,11 @@ struct FrameOptions {
   int beams = 32;
   float elevation_min_deg = -30.f;
   float elevation_max_deg = 10.f;
-  int azimuth_steps = 1084;     ///< rays per beam and revolution
-  float sensor_height = 1.8f;   ///< above the ground; the sensor is the origin of the frame
+  int azimuth_steps = 1084;    ///< rays per beam and revolution
+  float sensor_height = 1.8f;  ///< above the ground; the sensor is the origin of the frame
   float max_range = 100.f;
-  int sweeps = 10;              ///< sweeps merged at most (nuScenes: 10)
-  float sweep_interval = 0.05f; ///< seconds between sweeps (the time-lag step)
+  int sweeps = 10;               ///< sweeps merged at most (nuScenes: 10)
+  float sweep_interval = 0.05f;  ///< seconds between sweeps (the time-lag step)
   /// Keep the raw points (those inside the range, before voxelization) in Frame::raw_points.
   bool keep_points = false;
 
@@ -71,6 +72,10 @@ struct FrameOptions {
   /// KITTI / OpenPCDet: 64 beams (-24.9..+2 deg), 1 sweep, range [0,-40,-3, 70.4,40,1],
   /// voxel 0.05 x 0.05 x 0.1, grid 41 x 1600 x 1408, 4 channels, reflectance 0..1.
   static FrameOptions kitti();
+  /// The scene presets by name: "nuscenes", "kitti".
+  static const std::vector<std::string>& preset_names();
+  /// The preset of that name; another name is an scn::Error naming it and the presets.
+  static FrameOptions preset(const std::string& name);
 };
 
 struct Frame {
@@ -81,13 +86,13 @@ struct Frame {
   std::vector<int32_t> indices;    ///< [N, 4] (batch, i0, i1, i2)
 
   // How the frame was made.
-  int sweeps = 0;                  ///< sweeps merged
-  int beams = 0;                   ///< beams per pass
-  int passes = 0;                  ///< passes of extra beams (1: the configured sensor)
+  int sweeps = 0;  ///< sweeps merged
+  int beams = 0;   ///< beams per pass
+  int passes = 0;  ///< passes of extra beams (1: the configured sensor)
   int azimuth_steps = 0;
   int objects = 0;
-  int attempts = 0;                ///< scans run to land on the requested count
-  int64_t points = 0;              ///< points voxelized
+  int attempts = 0;    ///< scans run to land on the requested count
+  int64_t points = 0;  ///< points voxelized
   int64_t voxels_before_trim = 0;
   /// With FrameOptions::keep_points: [points, channels] float32 rows (x, y, z, intensity[, time
   /// lag]) in scan order, every point of the scan that produced the frame.

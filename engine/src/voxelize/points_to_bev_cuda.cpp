@@ -81,12 +81,11 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
     }
   }
   const cuda::OwnedStream ts;
-  const auto upload = [&] {
-    size_t k = 0;
+  const auto upload = [&] {  // the pinned frames' copies into their device copies
     for (size_t b = 0; b < frames.size(); ++b)
-      if (frames[b].device() == Device::Host && frames[b].bytes() > 0)
-        SCN_CUDA_CHECK(
-            cudaMemcpyAsync(on_device[b].data(), pinned[k++].get(), frames[b].bytes(), cudaMemcpyHostToDevice, ts.s));
+      if (pinned_frames[b].data() != frames[b].data())
+        SCN_CUDA_CHECK(cudaMemcpyAsync(on_device[b].data(), pinned_frames[b].data(), frames[b].bytes(),
+                                       cudaMemcpyHostToDevice, ts.s));
   };
   GraphExec both, alone_vox, alone_net, alone_upload, from_host;
   capture(ts, both, [&] {

@@ -90,7 +90,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    enqueue(points, FramePlace{0, 0, config_.batch_index, 0, false}, s);
+    enqueue(points, FramePlace{0, 0, config_.batch_index, false}, s);
     stream_ = s;
     points_ = points.dim(0);
     ran_ = true;
@@ -115,7 +115,7 @@ class CudaVoxelizer final : public Voxelizer {
       Lane& lane = lanes_[l];
       cudaStream_t ls = l == 0 ? s : lane.stream->s;
       if (l > 0 && b == l) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));  // the lane's first frame
-      enqueue(frames[b], FramePlace{int(b), int(l), int(b), int(std::min(b, L)), cross_lane}, ls);
+      enqueue(frames[b], FramePlace{int(b), int(l), int(b), cross_lane}, ls);
       if (l > 0 && b + L >= nb) {  // the lane's last frame
         SCN_CUDA_CHECK(cudaEventRecord(lane.done->e, ls));
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done->e, 0));
@@ -194,11 +194,11 @@ class CudaVoxelizer final : public Voxelizer {
   }
 
   /// Where a frame runs and writes: frame f of the batch (its statistics slot; its rows follow frames 0..f-1's), in
-  /// lane l, with this batch index in its rows. With cross_lane, the frames before f in lanes 0..lanes_before-1 other
+  /// lane l (f mod the lanes), with this batch index in its rows. With cross_lane, the frames before f on lanes other
   /// than l ran on other streams: f records its lane's `counted` event once it has counted its voxels, and waits for
   /// those lanes' events (their latest frames, all before f) before it writes rows.
   struct FramePlace {
-    int f, l, batch_index, lanes_before;
+    int f, l, batch_index;
     bool cross_lane;
   };
 
@@ -257,8 +257,8 @@ class CudaVoxelizer final : public Voxelizer {
                     f,
                     int(kSmallBytes / sizeof(int32_t))};
       const int fblocks = int(std::min<int64_t>((V + kThreads - 1) / kThreads, int64_t(sm_count_) * 8));
-      if (p.cross_lane)  // the rows of the earlier frames on other lanes: their counts
-        for (int o = 0; o < p.lanes_before; ++o)
+      if (p.cross_lane)  // the rows of the earlier frames on other lanes (lanes 0..f-1 hold a frame before f): counts
+        for (int o = 0; o < std::min(f, int(lanes_.size())); ++o)
           if (o != l) SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[size_t(o)].counted->e, 0));
       launch_features(pts, points.dtype(), a, f, l, P, blocks, fblocks, s);
     }
