@@ -37,6 +37,9 @@ std::vector<OsplitInstance>& instances() {
     all.push_back(make<16, 16, 32, 2, 4, 16>("osplit c16x16r32p2s4w16"));
     all.push_back(make<16, 16, 32, 4, 4, 8>("osplit c16x16r32p4s4w8"));
     all.push_back(make<16, 16, 32, 4, 6, 16>("osplit c16x16r32p4s6w16"));
+    // 64-row slabs: a weight fragment serves twice the rows; faster where a frame fills several waves
+    // (batch 8), slower with a residual epilogue (docs/benchmarks.md, session 50)
+    all.push_back(make<16, 16, 64, 2, 4, 8>("osplit c16x16r64p2s4w8"));
     // 32 -> 32 (level 1): 54 KiB of weights, 2 KiB per stage and warp
     all.push_back(make<32, 32, 32, 1, 4, 16>("osplit c32x32r32p1s4w16"));
     all.push_back(make<32, 32, 32, 1, 5, 12>("osplit c32x32r32p1s5w12"));
