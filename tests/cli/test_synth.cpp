@@ -109,9 +109,9 @@ TEST(SynthFrame, HeightsAreMostlyLowButSpread) {
     levels += hist[size_t(z)] > 50;
     if (z <= 20) low += hist[size_t(z)];
   }
-  EXPECT_GE(levels, 15);                   // ground, cars, walls, trees: many heights
-  EXPECT_GT(low, f.num_voxels / 2);        // but mostly near the ground (z index ~16)
-  EXPECT_GT(hist[39] + hist[38], 0);       // and up to the top of the range
+  EXPECT_GE(levels, 15);              // ground, cars, walls, trees: many heights
+  EXPECT_GT(low, f.num_voxels / 2);   // but mostly near the ground (z index ~16)
+  EXPECT_GT(hist[39] + hist[38], 0);  // and up to the top of the range
 }
 
 TEST(SynthFrame, NeighbourhoodDensityIsLidarLike) {
@@ -177,9 +177,25 @@ TEST(SynthFrame, KittiPreset) {
   ASSERT_EQ(f.channels, 4);
   ASSERT_EQ(f.features.size(), size_t(15000) * 4);
   for (int64_t i = 0; i < f.num_voxels; ++i) {
-    ASSERT_GE(feat(f, i, 0), 0.f);      // front only
-    ASSERT_LE(feat(f, i, 3), 1.0f);     // reflectance
+    ASSERT_GE(feat(f, i, 0), 0.f);   // front only
+    ASSERT_LE(feat(f, i, 3), 1.0f);  // reflectance
     ASSERT_LT(f.indices[size_t(4 * i + 1)], 40);
+  }
+}
+
+TEST(SynthFrame, PresetsByName) {
+  const std::vector<std::string>& names = FrameOptions::preset_names();
+  ASSERT_EQ(names, (std::vector<std::string>{"nuscenes", "kitti"}));
+  EXPECT_EQ(FrameOptions::preset("kitti").channels, FrameOptions::kitti().channels);
+  EXPECT_EQ(FrameOptions::preset("kitti").beams, 64);
+  EXPECT_EQ(FrameOptions::preset("nuscenes").channels, FrameOptions::nuscenes().channels);
+  try {
+    FrameOptions::preset("waymo");
+    FAIL() << "an unknown preset is an error";
+  } catch (const scn::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'waymo'"), std::string::npos) << m;
+    EXPECT_NE(m.find("nuscenes, kitti"), std::string::npos) << m;
   }
 }
 

@@ -348,15 +348,31 @@ FrameOptions FrameOptions::kitti() {
   return o;
 }
 
+namespace {
+struct NamedPreset {
+  const char* name;
+  FrameOptions (*make)();
+};
+// the one list of scene presets: preset_names() and preset() read it
+constexpr NamedPreset kPresets[] = {{"nuscenes", &FrameOptions::nuscenes}, {"kitti", &FrameOptions::kitti}};
+}  // namespace
+
 const std::vector<std::string>& FrameOptions::preset_names() {
-  static const std::vector<std::string> names{"nuscenes", "kitti"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const NamedPreset& p : kPresets) v.emplace_back(p.name);
+    return v;
+  }();
   return names;
 }
 
 FrameOptions FrameOptions::preset(const std::string& name) {
-  if (name == "nuscenes") return nuscenes();
-  if (name == "kitti") return kitti();
-  SCN_FAIL("synthetic scene preset '", name, "' is unknown (presets: nuscenes, kitti)");
+  std::string known;
+  for (const NamedPreset& p : kPresets) {
+    if (name == p.name) return p.make();
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  SCN_FAIL("synthetic scene preset '", name, "' is unknown (presets: ", known, ")");
 }
 
 std::array<int32_t, 3> grid_zyx(const FrameOptions& o) {
