@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "cuda/test_autotune.h"
 #include "engine/test_helpers.h"
 #include "scn/engine.h"
 
@@ -48,14 +49,6 @@ inline BuildOptions cpu_options(Precision p = Precision::Fp32) {
   o.backend = Backend::Cpu;
   o.precision = p;
   return o;
-}
-
-/// SCN_TEST_AUTOTUNE=0 builds the tests' engines with the heuristic tiles (scripts/gpu_sanitize.sh sets it
-/// for racecheck, whose host memory grows with every instrumented launch: the tuner's ~200 launches per
-/// conv exhaust a 128 GiB host). Any other value, or none, keeps the autotuner on.
-inline bool test_autotune() {
-  const char* v = std::getenv("SCN_TEST_AUTOTUNE");
-  return v == nullptr || std::string(v) != "0";
 }
 
 inline BuildOptions cuda_options(bool graph = true, int64_t max_input_voxels = 0, int max_batch = 1) {

@@ -17,7 +17,9 @@
 // to a host reference of docs/int8.md's arithmetic for the first epilogue). Timing: CUDA events around each launch,
 // back to back after warm-up, median of --runs. Exit 77 (ctest: skipped) without a GPU or without the frame.
 //
-//   offset_split_check [--data DIR] [--runs N] [--quick]
+//   offset_split_check [--data DIR] [--runs N] [--quick] [--voxels N]
+// --voxels N takes the frame's first N voxels only (compute-sanitizer's racecheck runs every config on them:
+// scripts/gpu_sanitize.sh).
 #include "cuda/offset_split_check.h"
 
 #include <cuda_runtime_api.h>
@@ -40,8 +42,11 @@ int main(int argc, char** argv) {
 #ifdef SCN_SHARED_DATA_DIR
   if (data.empty()) data = std::string(SCN_SHARED_DATA_DIR) + "/nuscenes-centerpoint";
 #endif
+  // line by line, so a run cut by a time limit (under compute-sanitizer) still shows how far it came
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int runs = 300;
   bool quick = false;
+  int64_t max_voxels = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--data" && i + 1 < argc) {
@@ -50,8 +55,14 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (s == "--quick") {
       quick = true;
+    } else if (s == "--voxels" && i + 1 < argc) {
+      max_voxels = std::atoll(argv[++i]);
+      if (max_voxels <= 0) {
+        std::fprintf(stderr, "--voxels takes a positive count, got '%s'\n", argv[i]);
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--data DIR] [--runs N] [--quick] [--voxels N]\n", argv[0]);
       return 2;
     }
   }
@@ -87,7 +98,8 @@ int main(int argc, char** argv) {
     const Tensor idx = Tensor::load(idx_path);
     SCN_CHECK(idx.ndim() == 2 && idx.dim(1) == 4 && idx.dtype() == DType::Int32, idx_path,
               ": expected int32 [N, 4] indices");
-    const int64_t n0 = idx.dim(0);
+    const int64_t n0 = max_voxels > 0 ? std::min(idx.dim(0), max_voxels) : idx.dim(0);
+    if (n0 < idx.dim(0)) std::printf("the frame's first %lld of %lld voxels\n", (long long)n0, (long long)idx.dim(0));
     Buf d_idx(size_t(n0) * 16), d_feat(size_t(n0) * 32), x0(size_t(n0) * 32);
     CK(cudaMemcpy(d_idx.p, idx.data(), size_t(n0) * 16, cudaMemcpyHostToDevice));
     const std::vector<uint16_t> f0 = random_halves(size_t(n0) * 16, 1.f, rng);

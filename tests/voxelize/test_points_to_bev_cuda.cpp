@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/test_autotune.h"
 #include "engine/centerpoint_graph.h"
 #include "scn/engine.h"
 #include "scn/points_to_bev.h"
@@ -26,6 +27,7 @@ using namespace scn;
 BuildOptions cuda_fp16_options(const VoxelizerConfig& c, int max_batch) {
   BuildOptions o;
   o.backend = Backend::Cuda;
+  o.cuda.autotune = cudatest::test_autotune();
   o.precision = Precision::Fp16;
   o.max_input_voxels = c.max_voxels;
   o.max_batch = max_batch;
@@ -54,6 +56,7 @@ TEST(PointsToBevCuda, OneGraphEqualsTwoSteps) {
   const Int3 grid = model_grid(c);  // 41 x 1440 x 1440
   BuildOptions o;
   o.backend = Backend::Cuda;
+  o.cuda.autotune = cudatest::test_autotune();
   o.precision = Precision::Fp16;
   o.max_input_voxels = c.max_voxels;
   o.cuda_graph = false;  // the caller captures voxelizer + engine into its own graph
@@ -143,6 +146,7 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   const Int3 grid = model_grid(c);
   BuildOptions o;
   o.backend = Backend::Cuda;
+  o.cuda.autotune = cudatest::test_autotune();
   o.precision = Precision::Fp16;
   o.max_input_voxels = 4096;  // far below the cloud's voxel count
   o.cuda_graph = false;
