@@ -15,10 +15,10 @@
 #              every test of the voxelizer's CUDA binaries (test_voxelize_cuda, test_points_to_bev)
 #   racecheck  SCN_RACECHECK_FILTER of scn_cuda_tests: the conv cases (every channel count, kernel shape,
 #              stride, padding, dilation, batch), inverse conv, densify tails, empty/one voxel, overflow,
-#              device inputs, with heuristic tiles (SCN_TEST_AUTOTUNE=0, below); every osplit config once
-#              on the first 3,000 voxels of the real frame (offset_split_check: the configs only the tuner
-#              picks); the voxelizer's CUDA binaries; the fusions and the every-tile-config sweep are left
-#              to memcheck
+#              device inputs, with heuristic tiles (SCN_TEST_AUTOTUNE=0, below); every osplit config
+#              once on the real frame's first 3,000 voxels, one epilogue per level (offset_split_check:
+#              also the configs only the tuner picks); the voxelizer's CUDA binaries; the fusions and the
+#              every-tile-config sweep are left to memcheck
 #   initcheck  SCN_INITCHECK_FILTER of scn_cuda_tests (all but the real frame), the CUDA cases of
 #              test_robustness, the voxelizer's CUDA binaries
 set -uo pipefail
@@ -49,7 +49,7 @@ runs_for() {
       echo "voxelize test_points_to_bev $POINTS_FILTER" ;;
     racecheck)
       echo "cuda scn_cuda_tests $RACE_FILTER"
-      echo "cuda offset_split_check -- --runs 1 --voxels 3000"
+      echo "cuda offset_split_check -- --runs 1 --quick --voxels 3000"
       echo "voxelize test_voxelize_cuda *"
       echo "voxelize test_points_to_bev $POINTS_FILTER" ;;
     *)

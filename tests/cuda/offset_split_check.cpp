@@ -11,11 +11,12 @@
 // Checks (exit 1 on any failure): every kernel vs the CPU reference (rel-L2 < 1e-3 with the same fp16
 // rounding of the output); osplit vs the igemm tiles (cosine > 0.99999; bitwise for P = 1, whose
 // summation order is theirs); all osplit configs of one offset-group class P bitwise equal; two runs
-// bitwise equal, and equal on a grid of four SMs (osplit's slabs by rounds, not in even runs). INT8 engines (int8 rows
-// of the same channels, random non-zero int8 inputs and weights, three quantization-aware epilogues: int8 y; int8 Add
-// of an int8 residual; fp16 y with a second int8 output): every int8 osplit config bitwise equal to the int8 tiles (and
-// to a host reference of docs/int8.md's arithmetic for the first epilogue). Timing: CUDA events around each launch,
-// back to back after warm-up, median of --runs. Exit 77 (ctest: skipped) without a GPU or without the frame.
+// bitwise equal, and equal on a grid of four SMs (fewer for a small --voxels frame: osplit's slabs by rounds, not in
+// even runs). INT8 engines (int8 rows of the same channels, random non-zero int8 inputs and weights, three
+// quantization-aware epilogues: int8 y; int8 Add of an int8 residual; fp16 y with a second int8 output): every int8
+// osplit config bitwise equal to the int8 tiles (and to a host reference of docs/int8.md's arithmetic for the first
+// epilogue). Timing: CUDA events around each launch, back to back after warm-up, median of --runs. Exit 77 (ctest:
+// skipped) without a GPU or without the frame.
 //
 //   offset_split_check [--data DIR] [--runs N] [--quick] [--voxels N]
 // --voxels N takes the frame's first N voxels only (compute-sanitizer's racecheck runs every config on them:

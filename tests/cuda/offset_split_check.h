@@ -39,7 +39,8 @@ using namespace scn::cuda;
                        std::to_string(__LINE__) + ")");                                                    \
   } while (0)
 
-// SMs of the small grids: far more slabs than two rounds of their teams on either level (checked per config)
+// SMs of the small grids at most: far more slabs than two rounds of their teams on either level of the full frame
+// (a smaller frame, --voxels, gets fewer: few_sms)
 inline constexpr int kFewSms = 4;
 
 inline int failures = 0;
@@ -58,14 +59,23 @@ inline bool slabs_by_rounds(int id, int64_t rows, int sm_count) {
   return slabs > 2 * teams;
 }
 
-/// Osplit config `id` on the grid of kFewSms SMs over `rows` rows: it must take its slabs by rounds, and `run` (the
-/// launch there, returning the output) must give `want`, the full grid's bits (a slab is summed the same way wherever
-/// it runs).
+/// The SMs of config `id`'s small grid over `rows` rows: the most, up to kFewSms, on which it deals its slabs by
+/// rounds (1 when none does: check_few_sms then fails its premise).
+inline int few_sms(int id, int64_t rows) {
+  int sms = kFewSms;
+  while (sms > 1 && !slabs_by_rounds(id, rows, sms)) --sms;
+  return sms;
+}
+
+/// Osplit config `id` on a grid of few SMs (few_sms) over `rows` rows: it must take its slabs by rounds, and `run(sms)`
+/// (the launch there, returning the output) must give `want`, the full grid's bits (a slab is summed the same way
+/// wherever it runs).
 template <class Run, class Out>
 void check_few_sms(int id, int64_t rows, const Run& run, const Out& want) {
-  const std::string name = osplit_config(id).name, grid = " on the grid of " + std::to_string(kFewSms) + " SMs";
-  check(slabs_by_rounds(id, rows, kFewSms), name + " takes its slabs by rounds" + grid);
-  check(run() == want, name + " bitwise equal" + grid + " (slabs by rounds)");
+  const int sms = few_sms(id, rows);
+  const std::string name = osplit_config(id).name, grid = " on the grid of " + std::to_string(sms) + " SMs";
+  check(slabs_by_rounds(id, rows, sms), name + " takes its slabs by rounds" + grid);
+  check(run(sms) == want, name + " bitwise equal" + grid + " (slabs by rounds)");
 }
 
 /// A device buffer freed on scope exit.

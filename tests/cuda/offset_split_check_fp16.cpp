@@ -156,9 +156,9 @@ void run_problem(const Problem& p, int runs, bool quick, int sm, int cc_major, c
       check(result() == got, std::string(c.name) + " bitwise equal run to run");
       check_few_sms(
           id, p.n,
-          [&] {
+          [&](int sms) {
             CK(cudaMemset(y.p, 0xff, y.bytes));
-            launch_osplit(id, a, kFewSms, st);
+            launch_osplit(id, a, sms, st);
             return result();
           },
           got);

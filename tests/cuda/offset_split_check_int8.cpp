@@ -168,7 +168,7 @@ void run_problem_int8(const Problem& p, int runs, bool quick, int sm, int cc_maj
       check(launch_clean([&] { launch_osplit(id, a, sm, st); }) == got,
             std::string(c.name) + " bitwise equal run to run");
       check_few_sms(
-          id, p.n, [&] { return launch_clean([&] { launch_osplit(id, a, kFewSms, st); }); }, got);
+          id, p.n, [&](int sms) { return launch_clean([&] { launch_osplit(id, a, sms, st); }); }, got);
       const auto t = time_kernel([&] { launch_osplit(id, a, sm, st); }, runs, st);
       table.push_back(
           {std::string(p.level) + " i8", e.name, c.name, c.groups, t.first, t.second, osplit_blocks_per_sm(id)});
