@@ -149,7 +149,10 @@ TEST(PointFiles, PcdErrorsNameTheFile) {
   expect_error([&] { read_points(unk, o); }, {unk, "no field 'time'", "x y z ring intensity"});
   o.fields = {"x", "y", "z", "intensity"};
   const std::string shortp = write("s.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n");
-  expect_error([&] { read_points(shortp, o); }, {shortp, "truncated", "1 of 3"});
+  expect_error([&] { read_points(shortp, o); }, {shortp, "truncated", "12 bytes", "3 points of 5 values"});
+  // bytes enough for three points (blank lines), lines for one
+  const std::string blank = write("sb.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n" + std::string(40, '\n'));
+  expect_error([&] { read_points(blank, o); }, {blank, "truncated", "1 of 3"});
   const std::string comp = write("c.pcd", std::string(kHeader) + "DATA binary_compressed\n....");
   expect_error([&] { read_points(comp, o); }, {comp, "binary_compressed", "not supported"});
   const std::string bad = write("bad.pcd", std::string(kHeader) + "DATA ascii\n1 2 3 7 200\n1 x 3 7 200\n1 2 3 7 1\n");
@@ -167,6 +170,33 @@ TEST(PointFiles, PcdErrorsNameTheFile) {
   const std::string badtype = write("t.pcd", "FIELDS x\nSIZE 3\nTYPE F\nWIDTH 1\nHEIGHT 1\nDATA ascii\n1\n");
   o.fields = {"x"};
   expect_error([&] { read_points(badtype, o); }, {badtype, "SIZE 3"});
+}
+
+// Header counts that would wrap a size computation or allocate without bound are errors naming the file and the
+// header entry, found before any allocation (a wrapped product once passed the size check and crashed the copy).
+TEST(PointFiles, PcdHeaderCountsOutOfRange) {
+  PointFileOptions o;
+  o.fields = {"x", "y", "z", "intensity"};
+  const std::string fields = "FIELDS x y z intensity\nSIZE 4 4 4 4\nTYPE F F F F\n";
+  // 2^62 points of 16 bytes: the byte count wraps to 0 in 64 bits, as the output's element count did
+  const std::string wrap = write("wrap.pcd", fields + "WIDTH 4611686018427387904\nHEIGHT 1\nDATA binary\n");
+  expect_error([&] { read_points(wrap, o); }, {wrap, "WIDTH", "4611686018427387904", "is above"});
+  const std::string wrap_a = write("wrap_a.pcd", fields + "WIDTH 4611686018427387904\nHEIGHT 1\nDATA ascii\n1 2 3 4\n");
+  expect_error([&] { read_points(wrap_a, o); }, {wrap_a, "WIDTH", "is above"});
+  // WIDTH x HEIGHT past 63 bits
+  const std::string prod = write("prod.pcd", fields + "WIDTH 1099511627776\nHEIGHT 1099511627776\nDATA binary\n");
+  expect_error([&] { read_points(prod, o); }, {prod, "WIDTH x HEIGHT", "is above"});
+  // 10^11 points with no data: the truncation error, not an allocation failure
+  const std::string big = write("big.pcd", fields + "WIDTH 100000000000\nHEIGHT 1\nDATA binary\n");
+  expect_error([&] { read_points(big, o); }, {big, "truncated", "100000000000 points"});
+  const std::string big_a = write("big_a.pcd", fields + "WIDTH 1000000000\nHEIGHT 1\nDATA ascii\n1 2 3 4\n");
+  expect_error([&] { read_points(big_a, o); }, {big_a, "ascii data is truncated", "1000000000 points"});
+  // SIZE and COUNT are not cut to 32 bits (4294967300 once read as SIZE 4, 4294967297 as COUNT 1)
+  const std::string size = write("size.pcd", "FIELDS x\nSIZE 4294967300\nTYPE F\nWIDTH 1\nHEIGHT 1\nDATA ascii\n1\n");
+  expect_error([&] { read_points(size, o); }, {size, "SIZE 4294967300", "is above"});
+  const std::string count =
+      write("count.pcd", "FIELDS x\nSIZE 4\nTYPE F\nCOUNT 4294967297\nWIDTH 1\nHEIGHT 1\nDATA ascii\n1\n");
+  expect_error([&] { read_points(count, o); }, {count, "COUNT 4294967297", "is above"});
 }
 
 }  // namespace

@@ -225,6 +225,26 @@ TEST(VoxelizeCpu, BadPointsAndConfigsAreErrors) {
   bad.max_points_per_voxel = 0;
   EXPECT_THROW(validate(bad), Error);
   EXPECT_THROW(voxelizer_preset("nuscenes"), Error);
+  // one axis of 2.1e9 cells is its count (it was saturated to 2^31 - 1 from 2e9 on, and accepted: the other axes
+  // are one cell); 2^31 or more cells on an axis, or a range whose width is past float32's, are errors
+  auto message = [](const VoxelizerConfig& v) {
+    try {
+      validate(v);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  bad = c;
+  bad.range = {0.f, 0.f, 0.f, 2.1e9f, 1.f, 1.f};
+  bad.voxel_size = {1.f, 1.f, 1.f};
+  EXPECT_EQ(message(bad), "no error");
+  EXPECT_EQ(voxel_grid(bad)[size_t(bad.order == VoxelOrder::Xyz ? 0 : 2)], 2100000000);
+  bad.range = {0.f, 0.f, 0.f, 2.2e9f, 1.f, 1.f};
+  EXPECT_NE(message(bad).find("range x"), std::string::npos) << message(bad);
+  EXPECT_NE(message(bad).find("2^31 or more"), std::string::npos) << message(bad);
+  bad.range = {-3e38f, 0.f, 0.f, 3e38f, 1.f, 1.f};
+  EXPECT_NE(message(bad).find("2^31 or more"), std::string::npos) << message(bad);
 }
 
 TEST(VoxelizePresets, GridsFollowFromRangeAndVoxelSize) {

@@ -22,8 +22,8 @@ struct Field {
   int size = 4;
   char type = 'F';
   int count = 1;
-  size_t offset = 0;  // bytes into a binary record
-  int column = 0;     // value index into an ascii line
+  size_t offset = 0;   // bytes into a binary record
+  int64_t column = 0;  // value index into an ascii line
 };
 
 std::vector<std::string> split(const std::string& line) {
@@ -33,14 +33,20 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-int64_t parse_int(const std::string& path, const std::string& key, const std::string& s) {
+/// A header value in [0, most]: a larger one is an error naming it, not a value cut to the field's type.
+int64_t parse_int(const std::string& path, const std::string& key, const std::string& s, int64_t most) {
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s.c_str(), &end, 10);
   SCN_CHECK(errno == 0 && end && *end == '\0' && !s.empty() && v >= 0, path, ": PCD header ", key, ": '", s,
             "' is not a non-negative integer");
+  SCN_CHECK(v <= most, path, ": PCD header ", key, " ", s, " is above ", most);
   return v;
 }
+
+// Header limits: SIZE is 1, 2, 4 or 8 (checked per field below); COUNT bounds a field's record bytes; the point
+// counts keep WIDTH x HEIGHT and every byte count below in 63 bits (the data size is checked before any allocation).
+constexpr int64_t kMaxSize = 8, kMaxCount = int64_t(1) << 20, kMaxPoints = int64_t(1) << 40;
 
 double binary_value(const Field& f, const char* p) {
   switch (f.type) {
@@ -125,20 +131,20 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
     if (key == "FIELDS") {
       for (const std::string& n : v) fields.push_back(Field{n});
     } else if (key == "SIZE") {
-      for (const std::string& s : v) sizes.push_back(int(parse_int(path, key, s)));
+      for (const std::string& s : v) sizes.push_back(int(parse_int(path, key, s, kMaxSize)));
     } else if (key == "TYPE") {
       for (const std::string& s : v) {
         SCN_CHECK(s == "F" || s == "I" || s == "U", path, ": PCD header TYPE '", s, "' is not F, I or U");
         types.push_back(s[0]);
       }
     } else if (key == "COUNT") {
-      for (const std::string& s : v) counts.push_back(int(parse_int(path, key, s)));
+      for (const std::string& s : v) counts.push_back(int(parse_int(path, key, s, kMaxCount)));
     } else if (key == "WIDTH" && v.size() == 1) {
-      width = parse_int(path, key, v[0]);
+      width = parse_int(path, key, v[0], kMaxPoints);
     } else if (key == "HEIGHT" && v.size() == 1) {
-      height = parse_int(path, key, v[0]);
+      height = parse_int(path, key, v[0], kMaxPoints);
     } else if (key == "POINTS" && v.size() == 1) {
-      points = parse_int(path, key, v[0]);
+      points = parse_int(path, key, v[0], kMaxPoints);
     } else if (key == "DATA" && v.size() == 1) {
       data = v[0];
     } else {
@@ -151,12 +157,14 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
   SCN_CHECK(counts.empty() || counts.size() == fields.size(), path, ": PCD header has ", fields.size(), " FIELDS but ",
             counts.size(), " COUNT entries");
   SCN_CHECK(width >= 0 && height >= 0, path, ": PCD header needs WIDTH and HEIGHT");
+  SCN_CHECK(height == 0 || width <= kMaxPoints / height, path, ": PCD header WIDTH x HEIGHT = ", width, " x ", height,
+            " is above ", kMaxPoints, " points");
   if (points < 0) points = width * height;
   SCN_CHECK(points == width * height, path, ": PCD header POINTS ", points, " != WIDTH x HEIGHT = ", width * height);
   SCN_CHECK(data == "ascii" || data == "binary", path, ": PCD DATA type '", data,
             "' is not supported (ascii and binary are)");
   size_t offset = 0;
-  int column = 0;
+  int64_t column = 0;
   for (size_t i = 0; i < fields.size(); ++i) {
     Field& f = fields[i];
     f.size = sizes[i];
@@ -189,13 +197,23 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
   }
 
   const int C = int(sel.size());
+  // The data must hold the header's points before the output is allocated: a binary record per point, an ascii
+  // point at least one character per value (a product past 64 bits is more than any file holds).
+  const size_t have = bytes.size() - std::min(pos, bytes.size());
+  size_t need = 0;
+  if (data == "binary") {
+    const bool over = __builtin_mul_overflow(size_t(points), record, &need);
+    SCN_CHECK(!over && have >= need, path, ": PCD binary data is truncated: ", have, " bytes for ", points,
+              " points of ", record, " bytes (", over ? std::string("more than 2^64") : std::to_string(need),
+              " needed)");
+    SCN_CHECK(have == need, path, ": PCD binary data has ", have - need, " bytes beyond its ", points, " points");
+  } else {
+    const bool over = __builtin_mul_overflow(size_t(points), size_t(column), &need);
+    SCN_CHECK(!over && need <= have, path, ": PCD ascii data is truncated: ", have, " bytes cannot hold the header's ",
+              points, " points of ", column, " values");
+  }
   std::vector<float> out(size_t(points) * size_t(C));
   if (data == "binary") {
-    const size_t have = bytes.size() - std::min(pos, bytes.size());
-    const size_t need = size_t(points) * record;
-    SCN_CHECK(have >= need, path, ": PCD binary data is truncated: ", have, " bytes for ", points, " points of ",
-              record, " bytes (", need, " needed)");
-    SCN_CHECK(have == need, path, ": PCD binary data has ", have - need, " bytes beyond its ", points, " points");
     const char* base = bytes.data() + pos;
     for (int64_t i = 0; i < points; ++i)
       for (int c = 0; c < C; ++c)
@@ -213,7 +231,7 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
       if (t.empty()) continue;
       SCN_CHECK(i < points, path, ": PCD ascii data has more than the ", points, " points of its header (line ",
                 line_no, ")");
-      SCN_CHECK(int(t.size()) == column, path, ": PCD line ", line_no, " has ", t.size(), " values, ", column,
+      SCN_CHECK(int64_t(t.size()) == column, path, ": PCD line ", line_no, " has ", t.size(), " values, ", column,
                 " expected");
       for (int c = 0; c < C; ++c) {
         const std::string& s = t[size_t(sel[size_t(c)]->column)];
