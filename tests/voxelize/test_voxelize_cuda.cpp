@@ -85,6 +85,24 @@ TEST(VoxelizeCuda, BitwiseEqualToCpuAcrossOptions) {
   }
 }
 
+// Feature sets wider than a warp (40 columns, the point's columns repeated in a shuffled order): every voxel takes
+// the warp path, whose staged branch once wrote only the first 32 columns and left the rest unwritten.
+TEST(VoxelizeCuda, FeatureSetsWiderThanAWarpEqualTheCpu) {
+  SCN_REQUIRE_CUDA();
+  for (const VoxelReduction r : {VoxelReduction::Mean, VoxelReduction::First}) {
+    VoxelizerConfig c = voxtest::small_config();
+    c.reduction = r;
+    c.feature_dtype = DType::Float32;
+    c.feature_columns.clear();
+    for (int f = 0; f < 40; ++f) c.feature_columns.push_back((f * 3 + 1) % c.point_columns);
+    SCOPED_TRACE(r == VoxelReduction::Mean ? "mean" : "first");
+    const Tensor pts = voxtest::make_cloud(c, 20000, 41);
+    auto gpu = Voxelizer::create(c, Backend::Cuda, 20000);
+    gpu->run(pts);
+    expect_equal_to_cpu(*gpu, pts, c);
+  }
+}
+
 // Voxels of up to 700 points, their points scattered through the cloud in a shuffled order: the
 // CUDA voxelizer keeps a voxel's first 16 arrivals in fixed slots and spills the rest, and must
 // still keep the first max_points_per_voxel points in input order (every point has its own
@@ -302,9 +320,9 @@ TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
 }
 
 // run_batch() forks lanes 1.. off the caller's stream (a frame's rows wait for the earlier frames' counts on other
-// lanes) and joins them before the batch's statistics: inside a capture those are parallel branches of the caller's graph. Replayed three times, with other frames' runs in
-// between (they leave the lanes' bitmaps clear), the graph gives the rows of the same batch run outside the capture,
-// which are the CPU's frames bit for bit.
+// lanes) and joins them before the batch's statistics: inside a capture those are parallel branches of the caller's
+// graph. Replayed three times, with other frames' runs in between (they leave the lanes' bitmaps clear), the graph
+// gives the rows of the same batch run outside the capture, which are the CPU's frames bit for bit.
 TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {
   SCN_REQUIRE_CUDA();
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");

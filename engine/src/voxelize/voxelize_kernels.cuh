@@ -327,10 +327,10 @@ __device__ void write_voxel_warp(const T* __restrict__ pts, const Geometry& g, c
     for (int32_t e = lane; e < used * a.F; e += 32)
       staged[e] = load(pts + int64_t(chosen[e / a.F]) * a.C + a.columns[e % a.F]);
     __syncwarp();
-    if (lane < a.F) {
-      float sum = staged[lane];
-      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, staged[k * a.F + lane]);
-      store(feat + v * a.F + lane, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
+    for (int f = lane; f < a.F; f += 32) {  // a feature set wider than the warp: lanes take every 32nd column
+      float sum = staged[f];
+      for (int32_t k = 1; k < used; ++k) sum = __fadd_rn(sum, staged[k * a.F + f]);
+      store(feat + v * a.F + f, a.mean ? __fdiv_rn(sum, float(kept)) : sum);
     }
   } else {
     for (int f = lane; f < a.F; f += 32) {
