@@ -202,6 +202,9 @@ TEST(PointsToBevCuda, TimedPipelineLeavesTheEngineOnTheVoxelizersBatch) {
     for (double v : *ms) EXPECT_TRUE(v > 0 && v < 1000) << v;
   EXPECT_GT(summarize_timings(t.from_host_ms).median, summarize_timings(t.upload_ms).median);
   EXPECT_TRUE(voxtest::host_bytes(eng->output(0)) == want) << "the engine's map after the timing differs";
+  // the voxelizer is usable afterwards: its last captured run's stream ended with the timing
+  EXPECT_EQ(vox->count(), cpu_vox->count());
+  EXPECT_EQ(vox->stats().voxels, cpu_vox->stats().voxels);
   // the same frames already on the device: nothing to upload, the same map
   const PointsToBevTiming on_device =
       time_points_to_bev(*eng, *vox, {frames[0].to(Device::Cuda), frames[1].to(Device::Cuda)}, grid, 1, 2);

@@ -45,7 +45,8 @@ struct PointsToBevTiming {
 /// device), timed with CUDA events around its launches. Host frames are copied to the device once for total_ms,
 /// voxelizer_ms and network_ms (as Voxelizer::time_run, those figures leave the upload out) and are timed with it in
 /// upload_ms and from_host_ms. CPU: wall clock of run + set_input + forward. The engine is left bound to the
-/// voxelizer's output (bind_voxelizer_output).
+/// voxelizer's output (bind_voxelizer_output), and the voxelizer having run the frames (CUDA: once more on the legacy
+/// stream after the timing, whose stream ends with the call).
 PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::vector<Tensor>& frames,
                                      const Int3& grid, int warmup, int runs, int input = 0);
 

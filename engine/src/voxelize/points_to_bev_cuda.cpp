@@ -107,6 +107,9 @@ PointsToBevTiming time_points_graphs(Engine& engine, Voxelizer& vox, const std::
     t.from_host_ms = time_graph(ts, from_host, warmup, runs);
   }
   SCN_CUDA_CHECK(cudaStreamSynchronize(ts.s));
+  // The voxelizer's last run was the one captured on ts, which ends here: run the frames once more on the legacy
+  // stream (the same rows), so that its count(), stats() and check_errors() afterwards wait on a live stream.
+  run_frames(vox, on_device, nullptr);
   vox.check_errors();
   engine.check_errors();
   return t;
