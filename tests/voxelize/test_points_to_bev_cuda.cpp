@@ -262,6 +262,50 @@ TEST(PointsToBev, CpuTimingRunsTheWholePathAndChecksItsArguments) {
   EXPECT_THROW(time_points_to_bev(*eng, *vox, {cloud, cloud}, grid, 1, 1), Error);  // max_batch 1
 }
 
+// bind_voxelizer_output binds what the voxelizer's last run left (CUDA: a single frame's or a batch's buffers and
+// count): a batch before the voxelizer ran that batch, or a frame count other than its last run's, is an error naming
+// both counts; a single frame may be bound before the first run() (the single frame's buffers), a batch after its run.
+TEST(PointsToBev, BindingFollowsTheVoxelizersLastRun) {
+  VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  c.range = {0.f, 0.f, -5.f, 3.2f, 3.2f, 3.f};
+  c.voxel_size = {0.1f, 0.1f, 0.2f};
+  c.feature_dtype = DType::Float32;
+  const Int3 grid = model_grid(c);
+  const Tensor cloud = voxtest::make_cloud(c, 2000, 82), other = voxtest::make_cloud(c, 2000, 83);
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  o.precision = Precision::Fp32;
+  o.max_batch = 2;
+  auto eng = test::centerpoint_builder(grid, 5).build(o);
+  auto vox = Voxelizer::create(c, Backend::Cpu, 2000, 0, 2);
+  EXPECT_EQ(vox->last_run_frames(), 0);
+  auto message = [&](int batch) {
+    try {
+      bind_voxelizer_output(*eng, *vox, grid, batch);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("bound");
+  };
+  const std::string before = message(2);
+  EXPECT_NE(before.find("batch_size 2"), std::string::npos) << before;
+  EXPECT_NE(before.find("has not run"), std::string::npos) << before;
+  vox->run_batch({cloud, other});
+  EXPECT_EQ(vox->last_run_frames(), 2);
+  const std::string one = message(1);
+  EXPECT_NE(one.find("batch_size 1"), std::string::npos) << one;
+  EXPECT_NE(one.find("last ran 2 frames"), std::string::npos) << one;
+  EXPECT_EQ(message(2), "bound");
+  eng->forward();
+  vox->run(cloud);
+  EXPECT_EQ(vox->last_run_frames(), 1);
+  EXPECT_NE(message(2).find("last ran 1 frame"), std::string::npos) << message(2);
+  EXPECT_EQ(message(1), "bound");
+  // a run refused before it starts (max_batch 2) leaves the last run's frames
+  EXPECT_THROW(vox->run_batch({cloud, other, cloud}), Error);
+  EXPECT_EQ(vox->last_run_frames(), 1) << "a run refused before it started changes nothing";
+}
+
 TEST(PointsToBev, CpuEngineRefusesADeviceCountClearly) {
   const EngineBuilder b = test::centerpoint_builder({41, 32, 32}, 5);
   BuildOptions o;

@@ -22,7 +22,9 @@ namespace scn {
 /// run(); more: the last run_batch() of that many frames). CUDA: the voxelizer's buffers by device count
 /// (Engine::set_input_device_count): bound once, each later run of the voxelizer is the next forward's input, no host
 /// wait. CPU: the last run's voxels (Engine::set_input): bind again after each run. Engine and voxelizer must run on
-/// the same backend (an scn::Error names both otherwise).
+/// the same backend (an scn::Error names both otherwise). batch_size must be the frames of the voxelizer's last run
+/// (Voxelizer::last_run_frames; 1 before any run): a batch is bound after a run_batch() of its frames, since the
+/// buffers and count bound are those of the last run's kind; an scn::Error names both counts otherwise.
 void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size = 1, int input = 0);
 
 struct PointsToBevTiming {

@@ -132,6 +132,9 @@ class Voxelizer {
   /// overflow. CUDA: enqueued on `stream` like run(); frames 1.. run beside frame 0 on streams of the voxelizer's,
   /// forked from and joined to `stream` by events (docs/voxelize.md, "Batches of frames").
   virtual void run_batch(const std::vector<Tensor>& frames, void* stream = nullptr) = 0;
+  /// Frames of the last run: 0 before any (and while a run fails), 1 after run(), N after run_batch() of N frames.
+  /// The buffers and the device count that bind_voxelizer_output binds are those of the last run's kind.
+  int last_run_frames() const { return last_run_frames_; }
   /// Voxel count; synchronises (CUDA) and raises a pending overflow error first.
   virtual int64_t count() = 0;
   /// CUDA: the int32 voxel count in device memory (min(found, max_voxels)), written by run().
@@ -163,6 +166,7 @@ class Voxelizer {
   int64_t max_points_;
   int max_batch_;
   int parallel_frames_;
+  int last_run_frames_ = 0;  ///< set by the backends' run() / run_batch()
 };
 
 }  // namespace scn

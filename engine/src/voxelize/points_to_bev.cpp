@@ -3,6 +3,7 @@
 #include "scn/points_to_bev.h"
 
 #include <chrono>
+#include <string>
 
 #include "scn/error.h"
 #include "voxelize/voxelize_internal.h"
@@ -49,6 +50,14 @@ void run_frames(Voxelizer& vox, const std::vector<Tensor>& frames, void* stream)
 
 void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size, int input) {
   check_same_backend(engine, vox);
+  // What is bound (CUDA: the buffers and the device count) is that of the last run's kind: a single frame's (also
+  // before any run) or a batch's. Bound for another frame count, later runs would be read from the wrong rows.
+  const int ran = vox.last_run_frames();
+  SCN_CHECK(
+      batch_size == (ran > 0 ? ran : 1), engine.graph().source, ": bind_voxelizer_output: batch_size ", batch_size,
+      ", but voxelizer '", vox.config().name, "' ",
+      ran > 0 ? "last ran " + std::to_string(ran) + (ran == 1 ? " frame" : " frames") : std::string("has not run"),
+      " (bind a batch after a run_batch() of its frames; a single frame before or after run())");
   const InputLabels labels{"voxelizer '" + vox.config().name + "' features",
                            "voxelizer '" + vox.config().name + "' indices"};
   if (vox.backend() == Backend::Cuda)

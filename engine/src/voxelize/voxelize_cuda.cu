@@ -89,11 +89,13 @@ class CudaVoxelizer final : public Voxelizer {
     check_frame(points, config_, max_points_, "CUDA voxelizer");
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
+    last_run_frames_ = 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     enqueue(points, FramePlace{0, 0, config_.batch_index, false}, s);
     stream_ = s;
     points_ = points.dim(0);
     ran_ = true;
+    last_run_frames_ = 1;
   }
 
   void run_batch(const std::vector<Tensor>& frames, void* stream) override {
@@ -102,6 +104,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
+    last_run_frames_ = 0;
     // Lanes 1.. start after what the caller enqueued on s so far and end before the batch's statistics (events: no
     // host wait; inside the caller's graph capture they become parallel branches of it). Frame b works in lane b mod
     // L, after the lane's previous frame on the lane's stream; its rows come after every earlier frame has counted.
@@ -130,6 +133,7 @@ class CudaVoxelizer final : public Voxelizer {
     points_ = points;
     ran_ = true;
     batched_ = true;
+    last_run_frames_ = int(nb);
   }
 
   int64_t count() override {

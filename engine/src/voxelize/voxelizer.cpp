@@ -20,17 +20,21 @@ class CpuVoxelizer final : public Voxelizer {
   void run(const Tensor& points, void*) override {
     vox::check_frame(points, config_, max_points_, "CPU voxelizer");
     ran_ = false;
+    last_run_frames_ = 0;
     result_ = voxelize(points, config_);
     ran_ = true;
+    last_run_frames_ = 1;
   }
   void run_batch(const std::vector<Tensor>& frames, void*) override {
     vox::check_batch(config_, frames.size(), max_batch_);
     for (const Tensor& f : frames) vox::check_frame(f, config_, max_points_, "CPU voxelizer");
     ran_ = false;
+    last_run_frames_ = 0;
     std::vector<VoxelizeResult> parts;
     for (size_t b = 0; b < frames.size(); ++b) parts.push_back(voxelize(frames[b], vox::frame_config(config_, int(b))));
     result_ = concatenate(parts);
     ran_ = true;
+    last_run_frames_ = int(frames.size());
   }
   int64_t count() override { return done().stats.voxels; }
   const int32_t* device_count() const override { return nullptr; }
