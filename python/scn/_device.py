@@ -46,10 +46,13 @@ def _current_stream_handle(torch, device_index: int) -> int:
 
 
 def _call_stream(stream: Any, device_index: int) -> int:
-    """The cudaStream_t a CUDA call enqueues on: `stream` when given, else torch's current stream on the device
-    (its default stream, handle 0, as cudaStreamLegacy), else 0 (the engine's or voxelizer's own stream)."""
+    """The cudaStream_t a CUDA call enqueues on: `stream` when given, else torch's current stream on the device,
+    else 0 (the engine's or voxelizer's own stream). A stream of handle 0 (stream=0, torch's default stream) is the
+    legacy default stream and goes as cudaStreamLegacy: to the engine, 0 means its own stream, which what the caller
+    enqueues next on the default stream (the outputs' copies) would not follow."""
     if stream is not None:
-        return _stream_handle(stream)
+        handle = _stream_handle(stream)
+        return _LEGACY_STREAM if handle == 0 else handle
     torch = _torch()
     if torch is None:
         return 0

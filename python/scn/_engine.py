@@ -279,7 +279,11 @@ class Engine(OnDevice):
             if input not in names:
                 raise Error(f"{self.path}: the model has no input named {input!r}; inputs: {', '.join(names)}")
             return names.index(input)
-        return int(input)
+        index = int(input)
+        if not 0 <= index < len(names):
+            raise Error(f"{self.path}: input index {index} is outside the model's {len(names)} inputs "
+                        f"({', '.join(names)})")
+        return index
 
     def _enqueue(self, launch, stream: Any) -> None:
         """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream)."""
@@ -312,7 +316,7 @@ class Engine(OnDevice):
                     got = tuple(t.clone() for t in got)
             values.append(got if sparse else got[0])
         if out is not None:
-            values = self._copy_into(out, values, torch, stream)
+            values = self._copy_into(out, values, torch, stream, mode)
         return Outputs(values, self._outputs)
 
     def _dense_view(self, index: int, fw: int):
@@ -329,9 +333,12 @@ class Engine(OnDevice):
     def _torch_stream(self, torch, stream: Any):
         if isinstance(stream, torch.cuda.Stream):
             return stream
-        return torch.cuda.ExternalStream(_stream_handle(stream), device=self.device)
+        handle = _stream_handle(stream)
+        if handle == 0:  # the legacy default stream, where the forward was enqueued (_call_stream)
+            return torch.cuda.default_stream(self._device_index)
+        return torch.cuda.ExternalStream(handle, device=self.device)
 
-    def _copy_into(self, out: Any, values: List[Any], torch, stream: Any) -> List[Any]:
+    def _copy_into(self, out: Any, values: List[Any], torch, stream: Any, mode: str) -> List[Any]:
         if torch is None:
             raise Error("out=: preallocated outputs need torch tensors (torch is not importable)")
         if isinstance(out, dict):
@@ -347,7 +354,15 @@ class Engine(OnDevice):
         side = self._torch_stream(torch, stream) if (self._cuda and stream is not None) else None
         result = []
         for name, target, value in zip(self._outputs, targets, values):
-            if target is None:
+            if target is None:  # left out of out=: what the call's outputs= mode gives (a copy by default)
+                if mode == "copy":
+                    parts = value if isinstance(value, tuple) else (value,)
+                    if side is not None:
+                        with torch.cuda.stream(side):
+                            parts = tuple(t.clone() for t in parts)
+                    else:
+                        parts = tuple(t.clone() for t in parts)
+                    value = parts if isinstance(value, tuple) else parts[0]
                 result.append(value)
                 continue
             if isinstance(value, tuple):

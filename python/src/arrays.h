@@ -112,9 +112,13 @@ inline scn::Tensor as_tensor(const Array& a, const std::string& label, const cha
              " expected; convert it before the call, e.g. ", convert_hint, ")");
   }
   std::vector<int64_t> shape;
-  for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(int64_t(a.shape(d)));
+  bool empty = false;  // no elements: any strides describe the same (no) memory; torch gives [0, C] stride 1
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    shape.push_back(int64_t(a.shape(d)));
+    empty = empty || a.shape(d) == 0;
+  }
   int64_t expect = 1;  // C-contiguous: strides are the products of the later sizes
-  for (size_t d = a.ndim(); d-- > 0;) {
+  for (size_t d = a.ndim(); !empty && d-- > 0;) {
     if (a.shape(d) != 1 && a.stride(d) != expect)  // the shape's text (Tensor::shape_string) only for the message
       SCN_FAIL(label, " ", role, ": the tensor is not contiguous (shape ",
                scn::Tensor::wrap(nullptr, shape, dt, scn::Device::Host).shape_string(), ", stride ", a.stride(d),

@@ -310,6 +310,8 @@ class PyEngine {
   /// Features [N, C] float16 / float32 and indices [N, 4] int32 of input `index` over the caller's memory; their
   /// arrays go to `b`.
   std::pair<scn::Tensor, scn::Tensor> import_input(int index, nb::handle features, nb::handle indices, Binding* b) {
+    SCN_CHECK(index >= 0 && index < int(input_labels_.size()), engine_->graph().source, ": input index ", index,
+              " is outside the model's ", input_labels_.size(), " inputs");
     const std::string& label = input_labels_[size_t(index)];
     Array f = scn::py::as_array(features, label, "features");
     Array i = scn::py::as_array(indices, label, "indices");

@@ -224,8 +224,9 @@ class Engine {
   virtual Tensor output_indices(int index) = 0;
   /// A dense output without waiting for the forward: a view of the engine's buffer, valid in the
   /// order of the stream given to forward() (work enqueued after forward on that stream sees the
-  /// result) and until the next forward. Sparse outputs need their row count on the host, so they
-  /// (and backends without an override) fall back to output(), which waits.
+  /// result) and overwritten by the next forward. The tensor shares the buffer: when a larger frame moves the
+  /// engine to new buffers, it keeps the old one and its forward's values. Sparse outputs need their row count on
+  /// the host, so they (and backends without an override) fall back to output(), which waits.
   virtual Tensor output_async(int index) { return output(index); }
   /// Raises a pending device-side error (overflow, bad device input) after the stream is done.
   virtual void check_errors() {}

@@ -41,6 +41,10 @@ class Tensor {
   static Tensor from_host(const void* data, const std::vector<int64_t>& shape, DType dtype);
   /// Wraps memory the caller owns (host or device); the caller keeps it alive.
   static Tensor wrap(void* data, const std::vector<int64_t>& shape, DType dtype, Device device);
+  /// Wraps memory that `owner` keeps alive: the tensor and its copies share `owner` (an engine's buffer handed out
+  /// as a view stays valid after the engine moves to a larger one).
+  static Tensor wrap_shared(void* data, const std::vector<int64_t>& shape, DType dtype, Device device,
+                            std::shared_ptr<void> owner);
 
   /// Reads a `.tensor` file. Throws scn::Error naming the file on any malformation.
   static Tensor load(const std::string& path);

@@ -100,6 +100,26 @@ def test_default_stream_order_with_inputs_written_in_place(tiny):
             assert rel_l2(got.float().cpu(), want.float()) < 2e-3, scale
 
 
+@pytest.mark.parametrize("given", ["zero", "default_stream"])
+def test_explicit_default_stream_orders_the_outputs(tiny, given):
+    # stream=0 and stream=torch.cuda.default_stream() are the legacy default stream (handle 0): the forward goes
+    # there, not to the engine's own stream (which 0 means to the engine), so the output copies made on the default
+    # stream after the call see its result, behind ~0.5 s of GPU work enqueued before it
+    e = scn.Engine(tiny.path, device="cuda", precision="fp16")
+    cpu = scn.Engine(tiny.path, device="cpu", precision="fp16")
+    f, i = dev_inputs(tiny)
+    stream = 0 if given == "zero" else torch.cuda.default_stream()
+    torch.cuda.synchronize()
+    for scale in (1.0, -0.5, 2.0):
+        with torch.cuda.stream(torch.cuda.default_stream()):
+            torch.cuda._sleep(int(1e9))
+            f.copy_(torch.from_numpy(tiny.feats).cuda() * scale)
+        got = e(f, i, GRID, stream=stream)[0]
+        want = cpu(tiny.feats * scale, tiny.idx, GRID)[0]
+        assert float(want.abs().max()) > 0.1
+        assert rel_l2(got.float().cpu(), want.float()) < 2e-3, scale
+
+
 def test_dense_views_kept_while_the_buffers_stay(tiny):
     # a dense output's view is built once and handed out again while the engine's buffer keeps its address and
     # shape; a re-planned engine (here: a larger batch) gives a new view of the new buffer
@@ -112,6 +132,8 @@ def test_dense_views_kept_while_the_buffers_stay(tiny):
     f2, i2 = make_frame(seed=5, batch=2)
     both = e(torch.from_numpy(f2).cuda(), torch.from_numpy(i2).cuda(), GRID, batch_size=2, outputs="view")[0]
     assert both is not a and both.shape[0] == 2 and a.shape[0] == 1
+    # the earlier view keeps the buffer it views (freed under it before) with the values of its last call
+    assert torch.equal(a, copied)
     ref = scn.Engine(tiny.path, device="cpu", precision="fp32")(f2, i2, GRID, batch_size=2)[0]
     assert rel_l2(both.float().cpu(), ref) < 2e-3
 

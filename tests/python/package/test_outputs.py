@@ -82,3 +82,45 @@ def test_sparse_outputs_copy_and_view(tiny_sparse):
     assert not torch.equal(second, kept) and torch.equal(feats, kept)
     with pytest.raises(scn.Error, match="sparse"):
         e(f, i, GRID, out=[None, torch.empty_like(feats)])
+
+
+def test_outputs_left_out_of_out_are_copies(engine, tiny):
+    # a copy, as without out= (they were views of the engine's buffers, changed by the next call)
+    for out in ([None], {}):
+        got = engine(*inputs(tiny, 1.0), GRID, out=out)[0]
+        kept = got.clone()
+        engine(*inputs(tiny, -0.5), GRID)
+        assert torch.equal(got, kept), out
+    view = engine(*inputs(tiny, 1.0), GRID, outputs="view", out=[None])[0]
+    assert view.data_ptr() == engine(*inputs(tiny, 1.0), GRID, outputs="view")[0].data_ptr()
+
+
+def test_empty_frames_are_accepted(engine, tiny):
+    # torch gives a [0, C] tensor stride 1 on axis 0: no elements, nothing to be contiguous about
+    c = tiny.feats.shape[1]
+    got = engine(torch.empty(0, c), torch.zeros(0, 4, dtype=torch.int32), GRID)[0]
+    import numpy as np
+    want = engine(np.empty((0, c), np.float32), np.zeros((0, 4), np.int32), GRID)[0]
+    assert torch.equal(got, want) and torch.count_nonzero(got) == 0
+
+
+def test_input_index_outside_the_model_is_an_error(engine, tiny):
+    f, i = inputs(tiny, 1.0)
+    for index in (1, 3, -1):
+        with pytest.raises(scn.Error, match=rf"input index {index} is outside the model's 1 inputs"):
+            engine.set_input(index, f, i, GRID)
+
+
+def test_view_stays_valid_when_a_larger_frame_moves_the_buffers(engine, tiny):
+    # a larger frame can move the engine to larger buffers: a view taken before keeps the memory it views (once
+    # freed under it) and the values of its own call; views taken after view the new buffers
+    from conftest import make_frame
+    small_f, small_i = make_frame(seed=7, n=20)
+    view = engine(torch.from_numpy(small_f), torch.from_numpy(small_i), GRID, outputs="view")[0]
+    kept = view.clone()
+    large_f, large_i = make_frame(seed=8, n=1500)
+    after = engine(torch.from_numpy(large_f), torch.from_numpy(large_i), GRID, outputs="view")[0]
+    assert after.data_ptr() != view.data_ptr(), "the larger frame must move the buffers for this test"
+    assert torch.equal(view, kept)
+    want = engine(torch.from_numpy(large_f), torch.from_numpy(large_i), GRID)[0]
+    assert torch.equal(after, want)

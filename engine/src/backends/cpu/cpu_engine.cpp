@@ -7,14 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
-#include "plan/int8_arith.h"
 #include "backends/cpu/int8_conv.h"
 #include "backends/cpu/int8_observer.h"
-#include "plan/int8_plan.h"
 #include "backends/cpu/kernel_map.h"
 #include "backends/cpu/sparse_conv.h"
 #include "backends/cpu/thread_pool.h"
@@ -62,8 +61,8 @@ class CpuEngine final : public Engine {
     const Tensor f = features.to(Device::Host), idx = indices.to(Device::Host);
     check_sparse_input_values(f, idx, grid, batch_size, name, labels);
     for (size_t i = 0; i < inputs_.size(); ++i)
-      SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name,
-                "': batch size ", batch_size, " differs from the other inputs' ", batch_);
+      SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name, "': batch size ",
+                batch_size, " differs from the other inputs' ", batch_);
     BoundInput& in = inputs_[size_t(index)];
     in.grid = grid;
     in.coords.assign(idx.ptr<int32_t>(), idx.ptr<int32_t>() + idx.numel());
@@ -109,25 +108,25 @@ class CpuEngine final : public Engine {
     return options_.precision == Precision::Fp32 ? out : out.to_dtype(DType::Float16);
   }
 
-  /// fp32 dense outputs: a view of the arena (valid until the next forward), no copy; the other
-  /// precisions convert, so they get output()'s fresh tensor.
+  /// fp32 dense outputs: a view of the arena (overwritten by the next forward; sharing the arena, so it stays valid
+  /// when a larger frame moves the engine to a new one), no copy; the other precisions convert, so they get output()'s
+  /// fresh tensor.
   Tensor output_async(int index) override {
     const int v = graph_->outputs.at(size_t(checked_output(index)));
     const Value& val = graph_->values[size_t(v)];
     if (val.sparse || options_.precision != Precision::Fp32) return output(index);
-    return Tensor::wrap(buffer(v), shapes_.dense_shape[size_t(v)], DType::Float32, Device::Host);
+    return Tensor::wrap_shared(buffer(v), shapes_.dense_shape[size_t(v)], DType::Float32, Device::Host, arena_);
   }
 
   Tensor output_indices(int index) override {
     const int v = graph_->outputs.at(size_t(checked_output(index)));
-    SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index),
-              "' is dense and has no indices");
+    SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index), "' is dense and has no indices");
     const SiteSet& s = sites_[size_t(analysis_.value_sites[size_t(v)])];
     return Tensor::from_host(s.coords.data(), {s.size(), 4}, DType::Int32);
   }
 
   size_t workspace_bytes() const override {
-    size_t bytes = arena_.size() * sizeof(float);
+    size_t bytes = arena_->size() * sizeof(float);
     for (const auto& m : maps_) bytes += m.out_in.size() * sizeof(int32_t);
     for (const auto& s : sites_) bytes += s.coords.size() * 4 + s.keys.size() * 8;
     return bytes;
@@ -146,7 +145,7 @@ class CpuEngine final : public Engine {
     });
   }
 
-  float* buffer(int v) { return arena_.data() + offsets_[size_t(alias_[size_t(v)])]; }
+  float* buffer(int v) { return arena_->data() + offsets_[size_t(alias_[size_t(v)])]; }
 
   void build_maps() {
     const Graph& g = *graph_;
@@ -166,9 +165,9 @@ class CpuEngine final : public Engine {
           maps_[m] = cpu::build_subm_map(sites_[size_t(slot.in_sites)], slot, threads_);
           break;
         case MapKind::Strided:
-          maps_[m] = cpu::build_strided_map(sites_[size_t(slot.in_sites)], slot,
-                                            shapes_.site_shape[size_t(slot.out_sites)],
-                                            sites_[size_t(slot.out_sites)], threads_);
+          maps_[m] =
+              cpu::build_strided_map(sites_[size_t(slot.in_sites)], slot, shapes_.site_shape[size_t(slot.out_sites)],
+                                     sites_[size_t(slot.out_sites)], threads_);
           break;
         case MapKind::Inverse:
           maps_[m] = cpu::build_inverse_map(maps_[size_t(slot.source_slot)], sites_[size_t(slot.out_sites)].size());
@@ -208,7 +207,9 @@ class CpuEngine final : public Engine {
     const MemoryPlan p = plan_memory(req, 64);
     offsets_.resize(nv);
     for (size_t v = 0; v < nv; ++v) offsets_[v] = p.offsets[v] / sizeof(float);
-    if (arena_.size() < p.total / sizeof(float) + 1) arena_.assign(p.total / sizeof(float) + 1, 0.f);
+    // a larger frame gets a new arena; views of the old one (output_async) keep it alive
+    if (arena_->size() < p.total / sizeof(float) + 1)
+      arena_ = std::make_shared<std::vector<float>>(p.total / sizeof(float) + 1, 0.f);
   }
 
   void run(std::vector<LayerTiming>* timings) {
@@ -505,7 +506,7 @@ class CpuEngine final : public Engine {
   std::vector<KernelMap> maps_;
   std::vector<int> alias_;
   std::vector<size_t> offsets_;
-  std::vector<float> arena_;
+  std::shared_ptr<std::vector<float>> arena_ = std::make_shared<std::vector<float>>();
   bool int8_mode_ = false;
   const int8::Plan& int8_;
   std::vector<int8_t> scratch_q0_, scratch_q1_;

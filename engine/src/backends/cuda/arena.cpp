@@ -71,9 +71,10 @@ void CudaEngine::plan_arena() {
                    double(plan.offsets[i]) / 1e6);
   }
   destroy_graph();
-  arena_.reset();
-  arena_.alloc(plan.total + 256);
-  auto* base = arena_.get<uint8_t>();
+  // A new arena: the old one is freed here unless views of it (the outputs handed out, which share it) live on.
+  arena_ = std::make_shared<DevMem>();
+  arena_->alloc(plan.total + 256);
+  auto* base = arena_->get<uint8_t>();
   auto at = [&](int r) -> void* { return r < 0 ? nullptr : base + plan.offsets[size_t(r)]; };
 
   for (int s = 0; s < ana.num_site_sets; ++s) {

@@ -314,11 +314,13 @@ Tensor CudaEngine::output(int index) {
   const int v = graph_->outputs[size_t(index)];
   const Value& val = graph_->values[size_t(v)];
   if (!val.sparse)
-    return Tensor::wrap(value_ptr(v), frame_.shapes.dense_shape[size_t(v)], DType::Float16, Device::Cuda);
+    return Tensor::wrap_shared(value_ptr(v), frame_.shapes.dense_shape[size_t(v)], DType::Float16, Device::Cuda,
+                               arena_);
   const int s = an().value_sites[size_t(v)];
   const int64_t n = read_count(s);
   const int cp = int(round_up16(val.channels));
-  if (cp == val.channels && !q8(v)) return Tensor::wrap(value_ptr(v), {n, val.channels}, DType::Float16, Device::Cuda);
+  if (cp == val.channels && !q8(v))
+    return Tensor::wrap_shared(value_ptr(v), {n, val.channels}, DType::Float16, Device::Cuda, arena_);
   DevMem& ob = out_compact_[size_t(index)];
   if (q8(v))  // graph outputs are fp16: int8 storage dequantized (docs/int8.md)
     launch_convert(operand(v), ob.get(), val.channels, false, 0.f, val.channels, counts_.get<int>() + s, n, sm_count_,
@@ -335,7 +337,7 @@ Tensor CudaEngine::output_async(int index) {
   const int v = graph_->outputs[size_t(index)];
   // A sparse output's row count is on the device: reading it waits (output()).
   if (graph_->values[size_t(v)].sparse) return output(index);
-  return Tensor::wrap(value_ptr(v), frame_.shapes.dense_shape[size_t(v)], DType::Float16, Device::Cuda);
+  return Tensor::wrap_shared(value_ptr(v), frame_.shapes.dense_shape[size_t(v)], DType::Float16, Device::Cuda, arena_);
 }
 
 Tensor CudaEngine::output_indices(int index) {
@@ -348,7 +350,7 @@ Tensor CudaEngine::output_indices(int index) {
   check_errors();
   const int s = an().value_sites[size_t(v)];
   const int64_t n = read_count(s);
-  return Tensor::wrap(sites_[size_t(s)].dev.coords, {n, 4}, DType::Int32, Device::Cuda);
+  return Tensor::wrap_shared(sites_[size_t(s)].dev.coords, {n, 4}, DType::Int32, Device::Cuda, arena_);
 }
 
 void CudaEngine::synchronize() {
@@ -415,7 +417,7 @@ std::vector<LayerTiming> CudaEngine::profile_layers() {
 }
 
 size_t CudaEngine::workspace_bytes() const {
-  size_t b = arena_.bytes() + errors_.bytes() + counts_.bytes();
+  size_t b = arena_->bytes() + errors_.bytes() + counts_.bytes();
   for (const auto& c : convs_) {
     b += c.w.bytes() + c.bias.bytes() + c.mult.bytes() + c.qargs.bytes();
     for (const auto& [id, t] : c.w_tiled) b += t.bytes();

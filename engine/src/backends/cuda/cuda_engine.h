@@ -304,7 +304,10 @@ class CudaEngine final : public Engine {
   // the bound frame and its arena
   int batch_ = 1;
   bool planned_ = false;
-  DevMem arena_, errors_, counts_;
+  /// The arena of every buffer of the plan, shared with the output tensors handed out (output, output_async,
+  /// output_indices): a re-plan moves to a new arena, the old one lives as long as they do.
+  std::shared_ptr<DevMem> arena_ = std::make_shared<DevMem>();
+  DevMem errors_, counts_;
   std::vector<int32_t*> map_ptr_;
   std::vector<void*> value_ptr_;
   bool forwarded_ = false;
