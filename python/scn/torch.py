@@ -17,6 +17,11 @@ It returns the dense output (``output`` selects which, by name or position; spar
 (features, indices) pair), cast to the input features' dtype (``output_dtype`` overrides: the CUDA engine
 computes in fp16). The engine is not trained: parameters stay those of the exported file.
 
+Both modules raise the engine's device-side errors at the end of each call (``check_errors=True``, the default:
+indices outside the grid or the batch, more voxels than the plan or the voxelizer holds), which waits for the
+call's GPU work. With ``check_errors=False`` the call returns without waiting, and such an error is raised only
+by ``module.engine.check_errors()``: until then the output may miss the rows concerned.
+
     from scn.torch import PointsBackbone
     net = PointsBackbone("backbone.onnx", "nuscenes-centerpoint", device="cuda", max_batch=4)
     bev = net([points0, points1])          # voxelization (mean of a voxel's points) + backbone, one batch
@@ -64,9 +69,10 @@ def _cast(value, dtype: torch.dtype):
 class SparseBackbone(nn.Module):
     def __init__(self, model: Union[str, Engine], *, spatial_shape: Optional[Sequence[int]] = None,
                  output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None,
-                 keys: Optional[Sequence[Optional[str]]] = None, **engine_options: Any):
+                 keys: Optional[Sequence[Optional[str]]] = None, check_errors: bool = True, **engine_options: Any):
         super().__init__()
         self.engine = _engine_of("SparseBackbone", model, engine_options)
+        self.check_errors = bool(check_errors)
         self.spatial_shape = tuple(int(s) for s in spatial_shape) if spatial_shape is not None else None
         self.output = output
         self.output_dtype = output_dtype
@@ -113,7 +119,10 @@ class SparseBackbone(nn.Module):
         if indices.dtype != torch.int32:
             indices = indices.int()
         dev = torch.device(self.engine.device)
-        return self.engine(features.to(dev).contiguous(), indices.to(dev).contiguous(), grid, batch_size)
+        outs = self.engine(features.to(dev).contiguous(), indices.to(dev).contiguous(), grid, batch_size)
+        if self.check_errors:
+            self.engine.check_errors()
+        return outs
 
     def _cast(self, value, dtype):
         return _cast(value, self.output_dtype or dtype)
@@ -134,13 +143,15 @@ class PointsBackbone(nn.Module):
     """model: an ONNX path or an Engine; voxelizer: a preset name (its settings overridden by ``voxel_settings``,
     which may also give the voxelizer's parallel_frames) or an scn.Voxelizer on the engine's device. max_batch: the
     most frames of a call (the engine and a voxelizer made here are sized for it); max_points: the most points of a
-    frame. Other keywords are Engine options (device, precision, ...). ``output`` / ``output_dtype`` as
-    SparseBackbone."""
+    frame. Other keywords are Engine options (device, precision, ...). ``output`` / ``output_dtype`` /
+    ``check_errors`` as SparseBackbone."""
 
     def __init__(self, model: Union[str, Engine], voxelizer: Union[str, Voxelizer] = "nuscenes-centerpoint", *,
                  max_batch: int = 1, max_points: int = 400_000, voxel_settings: Optional[Mapping[str, Any]] = None,
-                 output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None, **engine_options: Any):
+                 output: Union[int, str] = 0, output_dtype: Optional[torch.dtype] = None, check_errors: bool = True,
+                 **engine_options: Any):
         super().__init__()
+        self.check_errors = bool(check_errors)
         # an engine built here is sized for max_batch frames; a given one keeps its own
         options = engine_options if isinstance(model, Engine) else {"max_batch": int(max_batch), **engine_options}
         self.engine = _engine_of("PointsBackbone", model, options)
@@ -169,5 +180,7 @@ class PointsBackbone(nn.Module):
         ready = [p if p.dtype in (torch.float16, torch.float32) else p.float() for p in given]
         ready = [p.contiguous() for p in ready]
         outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
+        if self.check_errors:
+            self.engine.check_errors()  # the voxelizer's first (more voxels than its max_voxels), then the engine's
         dtype = self.output_dtype or given[0].dtype
         return _cast(outs[self.output], dtype if dtype.is_floating_point else torch.float32)

@@ -88,3 +88,18 @@ def test_call_signatures(tmp_path):
         SparseBackbone(engine)(f, i, 2)
     with pytest.raises(scn.Error, match="has no output 'nope'"):
         SparseBackbone(engine, output="nope")
+
+
+def test_modules_raise_the_engines_errors_at_the_end_of_each_call(tmp_path):
+    # check_errors=True (default): each call ends with engine.check_errors() (on CUDA the device-side errors, which
+    # a call that does not wait has not looked at); False leaves it to the caller
+    model = seeded(TinyBackbone(sparse_nn))
+    feats, idx = make_frame(4)
+    export_spconv(model, tmp_path / "bb.onnx", feats, idx, GRID)
+    f, i = torch.from_numpy(feats), torch.from_numpy(idx)
+    for flag, calls in ((True, 1), (False, 0)):
+        engine = scn.Engine(tmp_path / "bb.onnx", device="cpu", precision="fp32")
+        seen = []
+        engine.check_errors = lambda: seen.append(1)
+        SparseBackbone(engine, spatial_shape=GRID, check_errors=flag)(f, i, 1)
+        assert len(seen) == calls, flag

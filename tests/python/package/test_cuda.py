@@ -273,3 +273,18 @@ def test_profile_layers_steps_and_later_calls(engine, tiny):
     assert all(s.ms >= 0 and s.split_k >= 1 for s in steps)
     assert all(s.algorithm for s in steps if s.op == "SparseConvolution")
     assert torch.equal(engine(f, i, GRID)[0], want)
+
+
+def test_sparse_backbone_raises_a_device_error_in_the_call(tiny):
+    # an index outside the grid is found on the GPU: the module's call raises it (check_errors=True), or leaves it
+    # to engine.check_errors() (False)
+    f, i = dev_inputs(tiny)
+    bad = i.clone()
+    bad[3, 2] = GRID[1] + 5
+    strict = SparseBackbone(tiny.path, spatial_shape=GRID, device="cuda", precision="fp16")
+    with pytest.raises(scn.Error, match="outside"):
+        strict(f, bad, 1)
+    lax = SparseBackbone(tiny.path, spatial_shape=GRID, device="cuda", precision="fp16", check_errors=False)
+    lax(f, bad, 1)
+    with pytest.raises(scn.Error, match="outside"):
+        lax.engine.check_errors()

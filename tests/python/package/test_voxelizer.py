@@ -378,3 +378,16 @@ def test_points_backbone_is_voxelizer_and_engine_in_one_module(tiny, device):
     if device == "cuda":
         with pytest.raises(scn.Error, match="the voxelizer runs on cpu, the engine .* on cuda:0; create both on one"):
             PointsBackbone(tiny.path, scn.Voxelizer(device="cpu", **TINY_BOX), device="cuda")
+
+
+def test_points_backbone_raises_the_errors_at_the_end_of_each_call(tiny):
+    from scn.torch import PointsBackbone
+
+    frame = torch.from_numpy(tiny_points(12))
+    for flag, calls in ((True, 1), (False, 0)):
+        net = PointsBackbone(tiny.path, "nuscenes-centerpoint", device="cpu", check_errors=flag,
+                             voxel_settings={k: v for k, v in TINY_BOX.items()})
+        seen = []
+        net.engine.check_errors = lambda: seen.append(1)
+        net(frame)
+        assert len(seen) == calls, flag
