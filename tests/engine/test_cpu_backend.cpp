@@ -292,20 +292,26 @@ TEST(CpuGraph, DeterministicAcrossRunsAndThreadCounts) {
   for (size_t i = 1; i < outs.size(); ++i) ASSERT_EQ(0, std::memcmp(outs[0].data(), outs[i].data(), outs[0].bytes()));
 }
 
+/// A CPU fp32 engine of a subm conv (4 -> 8), a strided one (8 -> 8, weights of seeds `seed`, `seed` + 1) and a
+/// dense tail of `cells` cells per axis.
+std::unique_ptr<Engine> subm_strided_dense(int cells, uint64_t seed) {
+  EngineBuilder b;
+  ValueId x = b.push_input("0", 4);
+  x = b.push_sparse_conv("c0", x, random_conv(4, 8, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, seed));
+  x = b.push_sparse_conv("c1", x, random_conv(8, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, seed + 1));
+  DenseAttrs d;
+  d.input_spatial_shape = {cells, cells, cells};
+  d.output_shape = {1, 8, cells, cells, cells};
+  b.push_output(b.push_dense("scatter0", x, d));
+  BuildOptions o;
+  o.backend = Backend::Cpu;
+  o.precision = Precision::Fp32;
+  return b.build(o);
+}
+
 TEST(CpuGraph, EmptyInputAndOneVoxel) {
   for (int64_t n : {0, 1}) {
-    EngineBuilder b;
-    ValueId x = b.push_input("0", 4);
-    x = b.push_sparse_conv("c0", x, random_conv(4, 8, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 71));
-    x = b.push_sparse_conv("c1", x, random_conv(8, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 72));
-    DenseAttrs d;
-    d.input_spatial_shape = {3, 3, 3};
-    d.output_shape = {1, 8, 3, 3, 3};
-    b.push_output(b.push_dense("scatter0", x, d));
-    BuildOptions o;
-    o.backend = Backend::Cpu;
-    o.precision = Precision::Fp32;
-    auto e = b.build(o);
+    auto e = subm_strided_dense(3, 71);
     auto in = random_input(n, 4, {5, 5, 5}, 1, 73);
     e->set_input(0, in.features, in.indices, {5, 5, 5});
     e->forward();
@@ -324,18 +330,7 @@ TEST(CpuGraph, EmptyInputAndOneVoxel) {
 // arena: the view shares the old one and keeps the values of its own forward (it once pointed into freed memory;
 // the CI's AddressSanitizer build reads it).
 TEST(CpuGraph, DenseViewsOutliveALargerFramesArena) {
-  EngineBuilder b;
-  ValueId x = b.push_input("0", 4);
-  x = b.push_sparse_conv("c0", x, random_conv(4, 8, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 74));
-  x = b.push_sparse_conv("c1", x, random_conv(8, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 75));
-  DenseAttrs d;
-  d.input_spatial_shape = {8, 8, 8};
-  d.output_shape = {1, 8, 8, 8, 8};
-  b.push_output(b.push_dense("scatter0", x, d));
-  BuildOptions o;
-  o.backend = Backend::Cpu;
-  o.precision = Precision::Fp32;
-  auto e = b.build(o);
+  auto e = subm_strided_dense(8, 74);
   const auto small = random_input(20, 4, {16, 16, 16}, 1, 76), large = random_input(3000, 4, {16, 16, 16}, 1, 77);
   e->set_input(0, small.features, small.indices, {16, 16, 16});
   e->forward();
