@@ -96,7 +96,7 @@ class PyEngine {
     }
     // The engine reads device inputs when the forward runs (in stream order): keep their owners
     // alive until the next binding so the memory cannot be freed and reused before that.
-    kept_[size_t(index)] = std::move(b);
+    keep(index, std::move(b));
   }
 
   /// Enqueues the forward on `stream` (a cudaStream_t as an integer; 0 = the engine's own stream).
@@ -121,6 +121,7 @@ class PyEngine {
       inputs_released_ = true;
     }
     for (Binding& b : kept_) b = Binding{};
+    held_after_failure_.clear();
   }
 
   /// set_input(0, ...) and forward(stream) in one call (one GIL release: the hot path).
@@ -129,14 +130,17 @@ class PyEngine {
     check_one_input("bind each with set_input() and call forward()");
     Binding b;
     const auto [tf, ti] = import_input(0, features, indices, &b);
-    {
+    try {
       nb::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mutex_);
       bound_voxelizer_ = nullptr;
       engine_->set_input(0, tf, ti, grid, batch_size);
       engine_->forward(reinterpret_cast<void*>(stream));
+    } catch (...) {
+      hold_after_failure(std::move(b));
+      throw;
     }
-    kept_[0] = std::move(b);
+    keep(0, std::move(b));
   }
 
   /// Points through `voxelizer` into the model's input, then the forward, all on `stream`. `points`: one frame, or a
@@ -155,7 +159,9 @@ class PyEngine {
         v.config().batch_index,
         ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
     const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run(), whose count is elsewhere
-    {
+    Binding b;
+    b.voxelizer = nb::borrow(voxelizer);  // the bound buffers are the voxelizer's
+    try {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
       scn::Voxelizer& vox = v.get();
@@ -177,11 +183,13 @@ class PyEngine {
         bound_frames_ = frames_bound;
       }
       engine_->forward(reinterpret_cast<void*>(s));
+    } catch (...) {
+      v.keep_points(std::move(call));  // the voxelizer may have enqueued work on them
+      hold_after_failure(std::move(b));
+      throw;
     }
     v.keep_points(std::move(call));
-    Binding b;
-    b.voxelizer = nb::borrow(voxelizer);  // the bound buffers are the voxelizer's
-    kept_[0] = std::move(b);
+    keep(0, std::move(b));
   }
 
   /// Output `index` as a view of the engine's buffer (valid until the next forward; the view keeps
@@ -241,7 +249,9 @@ class PyEngine {
     SCN_CHECK(batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
               v.config().batch_index, ": one frame is timed as batch size 1, whose batch index is 0");
     scn::PointsToBevTiming t;
-    {
+    Binding b;
+    b.voxelizer = nb::borrow(voxelizer);
+    try {
       nb::gil_scoped_release nogil;
       std::scoped_lock lock(mutex_, v.mutex());
       bound_voxelizer_ = nullptr;
@@ -250,11 +260,13 @@ class PyEngine {
         bound_voxelizer_ = &v;
         bound_frames_ = batch ? int(call.frames.size()) : 0;
       }
+    } catch (...) {
+      v.keep_points(std::move(call));
+      hold_after_failure(std::move(b));
+      throw;
     }
     v.keep_points(std::move(call));
-    Binding b;
-    b.voxelizer = nb::borrow(voxelizer);
-    kept_[0] = std::move(b);
+    keep(0, std::move(b));
     return {t.total_ms, t.voxelizer_ms, t.network_ms, t.upload_ms, t.from_host_ms, t.voxels};
   }
 
@@ -302,6 +314,18 @@ class PyEngine {
               ": this engine released its inputs at interpreter exit and runs no more forwards");
   }
 
+  /// What input `index` is now bound to: its owners are kept until its next binding (and what failed calls held is
+  /// let go: a successful binding replaced theirs).
+  void keep(int index, Binding&& b) {
+    kept_[size_t(index)] = std::move(b);
+    held_after_failure_.clear();
+  }
+
+  /// A call that failed after it may have bound the engine (a forward, a voxelizer run or a timing that raised once
+  /// the binding was made) keeps its arrays or voxelizer beside the previous binding's, until a call succeeds: the
+  /// engine may point at either, and the caller may drop theirs.
+  void hold_after_failure(Binding&& b) { held_after_failure_.push_back(std::move(b)); }
+
   void check_one_input(const char* otherwise) const {
     SCN_CHECK(engine_->num_inputs() == 1, engine_->graph().source, ": the model has ", engine_->num_inputs(),
               " inputs; ", otherwise);
@@ -342,6 +366,7 @@ class PyEngine {
 
   std::unique_ptr<scn::Engine> engine_;
   std::vector<Binding> kept_;
+  std::vector<Binding> held_after_failure_;
   std::vector<std::string> input_labels_;                  ///< "input 'x'": what the import errors name
   scn::py::Placement where_;                               ///< where this engine reads input arrays
   const scn::py::PyVoxelizer* bound_voxelizer_ = nullptr;  ///< whose buffers input 0 is bound to (CUDA), if any

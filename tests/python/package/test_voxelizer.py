@@ -391,3 +391,35 @@ def test_points_backbone_raises_the_errors_at_the_end_of_each_call(tiny):
         net.engine.check_errors = lambda: seen.append(1)
         net(frame)
         assert len(seen) == calls, flag
+
+
+def test_a_failed_points_call_holds_the_voxelizer_until_a_call_succeeds(tiny):
+    # a call that fails after it may have bound the engine to the voxelizer's buffers (CUDA: a forward or a timing
+    # that raised) keeps the voxelizer, beside the previous binding, until a call succeeds: the engine may point at
+    # either and the caller may drop theirs (here the CPU voxelizer raises its overflow first, the same path)
+    import gc
+    import sys
+
+    def message(call):  # the error's text only: a kept traceback would hold references of its own
+        try:
+            call()
+        except scn.Error as err:
+            return str(err)
+        return "no error"
+
+    e = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    vox = scn.Voxelizer(device="cpu", **{**TINY_BOX, "max_voxels": 5})
+    points = torch.from_numpy(tiny_points(10))
+    def refs():  # references to the voxelizer's binding object (an int: assert statements keep their operands)
+        gc.collect()
+        return sys.getrefcount(vox._impl)
+
+    before = refs()
+    assert "max_voxels" in message(lambda: e.run_points(points, vox))
+    after_run = refs()
+    assert after_run == before + 1
+    assert "max_voxels" in message(lambda: e.time_points(points, vox, 0, 1))
+    assert refs() == after_run + 1
+    f, i = scn.Voxelizer(device="cpu", **TINY_BOX)(torch.from_numpy(tiny_points(11)))
+    e(f, i, GRID)
+    assert refs() == before
