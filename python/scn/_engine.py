@@ -309,15 +309,18 @@ class Engine(OnDevice):
             else:
                 got = tuple(self._impl.copy(i, p, fw) for p in parts)
             if mode == "copy" and out is None and torch is not None:
-                if self._cuda and stream is not None:
-                    with torch.cuda.stream(self._torch_stream(torch, stream)):
-                        got = tuple(t.clone() for t in got)
-                else:
-                    got = tuple(t.clone() for t in got)
+                got = self._clones(got, torch, stream)
             values.append(got if sparse else got[0])
         if out is not None:
             values = self._copy_into(out, values, torch, stream, mode)
         return Outputs(values, self._outputs)
+
+    def _clones(self, parts: Tuple[Any, ...], torch, stream: Any) -> Tuple[Any, ...]:
+        """Copies of an output's tensors, made on the call's stream (CUDA with stream=) or torch's current one."""
+        if self._cuda and stream is not None:
+            with torch.cuda.stream(self._torch_stream(torch, stream)):
+                return tuple(t.clone() for t in parts)
+        return tuple(t.clone() for t in parts)
 
     def _dense_view(self, index: int, fw: int):
         """A CUDA dense output as a torch view of the engine's buffer, without a host wait: the view made by an
@@ -356,12 +359,7 @@ class Engine(OnDevice):
         for name, target, value in zip(self._outputs, targets, values):
             if target is None:  # left out of out=: what the call's outputs= mode gives (a copy by default)
                 if mode == "copy":
-                    parts = value if isinstance(value, tuple) else (value,)
-                    if side is not None:
-                        with torch.cuda.stream(side):
-                            parts = tuple(t.clone() for t in parts)
-                    else:
-                        parts = tuple(t.clone() for t in parts)
+                    parts = self._clones(value if isinstance(value, tuple) else (value,), torch, stream)
                     value = parts if isinstance(value, tuple) else parts[0]
                 result.append(value)
                 continue

@@ -99,9 +99,7 @@ TEST(CpuConv, SubmanifoldKernel311And113) {
 }
 TEST(CpuConv, Kernel1) { check_conv({7, 3, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1}, 15); }
 TEST(CpuConv, StridedPad1) { check_conv({16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 1}, 16); }
-TEST(CpuConv, StridedAsymmetricPadding) {
-  check_conv({3, 5, {3, 3, 3}, {2, 2, 2}, {0, 1, 1}, {1, 1, 1}, false, 1}, 17);
-}
+TEST(CpuConv, StridedAsymmetricPadding) { check_conv({3, 5, {3, 3, 3}, {2, 2, 2}, {0, 1, 1}, {1, 1, 1}, false, 1}, 17); }
 TEST(CpuConv, StridedKernel311) { check_conv({8, 8, {3, 1, 1}, {2, 1, 1}, {0, 0, 0}, {1, 1, 1}, false, 1}, 18); }
 TEST(CpuConv, StridedDilation2Stride1) { check_conv({4, 4, {3, 3, 3}, {1, 1, 1}, {2, 1, 0}, {2, 2, 1}, false, 1}, 19); }
 TEST(CpuConv, StridedKernel2Stride2) { check_conv({6, 12, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, false, 1}, 20); }
@@ -241,10 +239,8 @@ TEST(CpuGraph, BasicBlockFp16MatchesFp32) {
   auto build = [&](Precision p) {
     EngineBuilder b;
     ValueId x = b.push_input("0", 16);
-    ValueId c1 = b.push_sparse_conv(
-        "conv1", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 52, Activation::ReLU));
-    ValueId c2 =
-        b.push_sparse_conv("conv2", c1, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 53));
+    ValueId c1 = b.push_sparse_conv("conv1", x, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 52, Activation::ReLU));
+    ValueId c2 = b.push_sparse_conv("conv2", c1, random_conv(16, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 53));
     b.push_output(b.push_relu("relu0", b.push_add("add0", c2, x)));
     BuildOptions o;
     o.backend = Backend::Cpu;
@@ -273,10 +269,8 @@ TEST(CpuGraph, DeterministicAcrossRunsAndThreadCounts) {
   for (int threads : {1, 2, 3}) {
     EngineBuilder b;
     ValueId x = b.push_input("0", 8);
-    x = b.push_sparse_conv("c0", x,
-                           random_conv(8, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 62, Activation::ReLU));
-    x = b.push_sparse_conv(
-        "c1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 63, Activation::ReLU));
+    x = b.push_sparse_conv("c0", x, random_conv(8, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, 62, Activation::ReLU));
+    x = b.push_sparse_conv("c1", x, random_conv(16, 32, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 63, Activation::ReLU));
     b.push_output(x);
     BuildOptions o;
     o.backend = Backend::Cpu;
@@ -319,10 +313,8 @@ TEST(CpuGraph, EmptyInputAndOneVoxel) {
     ASSERT_EQ(y.numel(), 8 * 27);
     int nonzero = 0;
     for (int64_t i = 0; i < y.numel(); ++i) nonzero += y.ptr<float>()[i] != 0.f;
-    if (n == 0)
-      EXPECT_EQ(nonzero, 0);
-    else
-      EXPECT_GT(nonzero, 0);
+    if (n == 0) EXPECT_EQ(nonzero, 0);
+    else EXPECT_GT(nonzero, 0);
   }
 }
 
@@ -423,81 +415,62 @@ TEST(Builder, RejectsInconsistentNodes) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_error(
-      [] {
-        EngineBuilder b("m.onnx");
-        ValueId x = b.push_input("0", 4);
-        b.push_sparse_conv("conv3", x, random_conv(5, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1));
-      },
-      "conv3");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        ValueId x = b.push_input("0", 4);
-        ConvAttrs c = random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1);
-        c.kernel_size = {3, 3, 1};
-        b.push_sparse_conv("conv1", x, c);
-      },
-      "kernel_size");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        ValueId x = b.push_input("0", 4);
-        b.push_sparse_conv("conv1", x, random_conv(4, 4, {2, 2, 2}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1));
-      },
-      "odd kernel");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        ValueId x = b.push_input("0", 4);
-        b.push_sparse_conv("conv1", x, random_conv(4, 4, {3, 3, 3}, {0, 1, 1}, {0, 0, 0}, {1, 1, 1}, false, 1));
-      },
-      "stride");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        ValueId x = b.push_input("0", 4);
-        b.push_sparse_conv("conv1", x, random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {-1, 0, 0}, {1, 1, 1}, false, 1));
-      },
-      "padding");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        ValueId x = b.push_input("0", 4);
-        ValueId y = b.push_sparse_conv("c", x, random_conv(4, 4, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 1));
-        b.push_output(b.push_add("add5", x, y));
-        b.build({});
-      },
-      "add5");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        DenseAttrs d;
-        d.input_spatial_shape = {2, 3, 4};
-        d.output_shape = {1, 4, 2, 3, 4};
-        ValueId y = b.push_dense("s", b.push_input("0", 4), d);
-        b.push_reshape("reshape2", y, {1, 4, 25});
-      },
-      "reshape2");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        DenseAttrs d;
-        d.input_spatial_shape = {2, 3, 4};
-        d.output_shape = {1, 4, 2, 3, 4};
-        ValueId y = b.push_dense("s", b.push_input("0", 4), d);
-        b.push_transpose("transpose1", y, {0, 1, 2, 2, 3});
-      },
-      "permutation");
-  expect_error(
-      [] {
-        EngineBuilder b;
-        QuantAttrs q;
-        q.weight_dynamic_ranges = {1.f, 2.f};
-        b.push_sparse_conv("conv9", b.push_input("0", 4),
-                           random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1), q);
-      },
-      "weight_dynamic_ranges");
+  expect_error([] {
+    EngineBuilder b("m.onnx");
+    ValueId x = b.push_input("0", 4);
+    b.push_sparse_conv("conv3", x, random_conv(5, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1));
+  }, "conv3");
+  expect_error([] {
+    EngineBuilder b;
+    ValueId x = b.push_input("0", 4);
+    ConvAttrs c = random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1);
+    c.kernel_size = {3, 3, 1};
+    b.push_sparse_conv("conv1", x, c);
+  }, "kernel_size");
+  expect_error([] {
+    EngineBuilder b;
+    ValueId x = b.push_input("0", 4);
+    b.push_sparse_conv("conv1", x, random_conv(4, 4, {2, 2, 2}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1));
+  }, "odd kernel");
+  expect_error([] {
+    EngineBuilder b;
+    ValueId x = b.push_input("0", 4);
+    b.push_sparse_conv("conv1", x, random_conv(4, 4, {3, 3, 3}, {0, 1, 1}, {0, 0, 0}, {1, 1, 1}, false, 1));
+  }, "stride");
+  expect_error([] {
+    EngineBuilder b;
+    ValueId x = b.push_input("0", 4);
+    b.push_sparse_conv("conv1", x, random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {-1, 0, 0}, {1, 1, 1}, false, 1));
+  }, "padding");
+  expect_error([] {
+    EngineBuilder b;
+    ValueId x = b.push_input("0", 4);
+    ValueId y = b.push_sparse_conv("c", x, random_conv(4, 4, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 1));
+    b.push_output(b.push_add("add5", x, y));
+    b.build({});
+  }, "add5");
+  expect_error([] {
+    EngineBuilder b;
+    DenseAttrs d;
+    d.input_spatial_shape = {2, 3, 4};
+    d.output_shape = {1, 4, 2, 3, 4};
+    ValueId y = b.push_dense("s", b.push_input("0", 4), d);
+    b.push_reshape("reshape2", y, {1, 4, 25});
+  }, "reshape2");
+  expect_error([] {
+    EngineBuilder b;
+    DenseAttrs d;
+    d.input_spatial_shape = {2, 3, 4};
+    d.output_shape = {1, 4, 2, 3, 4};
+    ValueId y = b.push_dense("s", b.push_input("0", 4), d);
+    b.push_transpose("transpose1", y, {0, 1, 2, 2, 3});
+  }, "permutation");
+  expect_error([] {
+    EngineBuilder b;
+    QuantAttrs q;
+    q.weight_dynamic_ranges = {1.f, 2.f};
+    b.push_sparse_conv("conv9", b.push_input("0", 4), random_conv(4, 4, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, true, 1), q);
+  }, "weight_dynamic_ranges");
 }
 
 TEST(CpuGraph, ScatterDenseShapeMismatchAtBindIsNamed) {

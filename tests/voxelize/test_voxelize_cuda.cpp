@@ -320,9 +320,9 @@ TEST(VoxelizeCuda, RunIsCapturableIntoACudaGraph) {
 }
 
 // run_batch() forks lanes 1.. off the caller's stream (a frame's rows wait for the earlier frames' counts on other
-// lanes) and joins them before the batch's statistics: inside a capture those are parallel branches of the caller's
-// graph. Replayed three times, with other frames' runs in between (they leave the lanes' bitmaps clear), the graph
-// gives the rows of the same batch run outside the capture, which are the CPU's frames bit for bit.
+// lanes) and joins them before the batch's statistics: inside a capture those are parallel branches of the caller's graph. Replayed three times, with other frames' runs in
+// between (they leave the lanes' bitmaps clear), the graph gives the rows of the same batch run outside the capture,
+// which are the CPU's frames bit for bit.
 TEST(VoxelizeCuda, RunBatchIsCapturableIntoACudaGraph) {
   SCN_REQUIRE_CUDA();
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");

@@ -23,7 +23,9 @@ constexpr int32_t kTensorMagic = 0x33ff1101;
 constexpr int32_t kMaxDims = 16;
 
 #ifdef SCN_WITH_CUDA
-void cuda_check(cudaError_t e, const char* what) { SCN_CHECK(e == cudaSuccess, what, ": ", cudaGetErrorString(e)); }
+void cuda_check(cudaError_t e, const char* what) {
+  SCN_CHECK(e == cudaSuccess, what, ": ", cudaGetErrorString(e));
+}
 #endif
 
 void* allocate(size_t bytes, Device device, std::shared_ptr<void>& owner) {
@@ -60,40 +62,24 @@ void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t bytes) 
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::Int32:
-    case DType::Float32:
-    case DType::UInt32:
-      return 4;
-    case DType::Float16:
-      return 2;
-    case DType::Int64:
-    case DType::UInt64:
-      return 8;
-    case DType::Int8:
-    case DType::UInt8:
-      return 1;
+    case DType::Int32: case DType::Float32: case DType::UInt32: return 4;
+    case DType::Float16: return 2;
+    case DType::Int64: case DType::UInt64: return 8;
+    case DType::Int8: case DType::UInt8: return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Int32:
-      return "int32";
-    case DType::Float16:
-      return "float16";
-    case DType::Float32:
-      return "float32";
-    case DType::Int64:
-      return "int64";
-    case DType::UInt64:
-      return "uint64";
-    case DType::UInt32:
-      return "uint32";
-    case DType::Int8:
-      return "int8";
-    case DType::UInt8:
-      return "uint8";
+    case DType::Int32: return "int32";
+    case DType::Float16: return "float16";
+    case DType::Float32: return "float32";
+    case DType::Int64: return "int64";
+    case DType::UInt64: return "uint64";
+    case DType::UInt32: return "uint32";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
   }
   return "?";
 }
@@ -154,8 +140,8 @@ Tensor Tensor::load(const std::string& path) {
   const int64_t file_size = f.tellg();
   f.seekg(0, std::ios::beg);
   int32_t head[3];
-  SCN_CHECK(file_size >= 12 && f.read(reinterpret_cast<char*>(head), 12), path, ": truncated tensor header (",
-            file_size, " bytes, need at least 12)");
+  SCN_CHECK(file_size >= 12 && f.read(reinterpret_cast<char*>(head), 12), path,
+            ": truncated tensor header (", file_size, " bytes, need at least 12)");
   SCN_CHECK(head[0] == kTensorMagic, path, ": not a .tensor file (magic 0x", std::hex, uint32_t(head[0]),
             ", expected 0x33ff1101)");
   const int32_t ndim = head[1];
@@ -170,21 +156,21 @@ Tensor Tensor::load(const std::string& path) {
   for (int32_t d : dims) {
     SCN_CHECK(d >= 0, path, ": negative dimension ", d);
     shape.push_back(d);
-    SCN_CHECK(d == 0 || numel <= std::numeric_limits<int64_t>::max() / 8 / d, path, ": dimensions overflow");
+    SCN_CHECK(d == 0 || numel <= std::numeric_limits<int64_t>::max() / 8 / d, path,
+              ": dimensions overflow");
     numel *= d;
   }
   const int64_t payload = numel * int64_t(dtype_size(dtype));
   const int64_t header = 12 + 4 * int64_t(ndim);
-  SCN_CHECK(
-      file_size - header == payload, path, ": data size ", file_size - header, " bytes does not match shape [",
-      [&] {
-        std::string s;
-        for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-        return s;
-      }(),
-      "] of ", dtype_name(dtype), " (", payload, " bytes)");
+  SCN_CHECK(file_size - header == payload, path, ": data size ", file_size - header,
+            " bytes does not match shape [", [&] {
+              std::string s;
+              for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+              return s;
+            }(), "] of ", dtype_name(dtype), " (", payload, " bytes)");
   Tensor t = empty(shape, dtype, Device::Host);
-  SCN_CHECK(payload == 0 || f.read(static_cast<char*>(t.data_), std::streamsize(payload)), path, ": read error");
+  SCN_CHECK(payload == 0 || f.read(static_cast<char*>(t.data_), std::streamsize(payload)), path,
+            ": read error");
   return t;
 }
 

@@ -13,6 +13,12 @@ namespace {
 // 2^31 (exact in float32): an axis's cell count must stay below it to fit an int32 coordinate
 constexpr float kAxisCellLimit = 2147483648.f;
 
+/// Cells of axis d (x, y, z) in float32 throughout, as NVIDIA's Params::getGrid*Size(): validate refuses a count that
+/// is not finite or not below kAxisCellLimit, voxel_grid converts it.
+float axis_cells(const VoxelizerConfig& c, int d) {
+  return std::round((c.range[size_t(d) + 3] - c.range[size_t(d)]) / c.voxel_size[size_t(d)]);
+}
+
 VoxelizerConfig make(const char* name, std::array<float, 6> range, std::array<float, 3> size, int max_points,
                      int64_t max_voxels, int columns) {
   VoxelizerConfig c;
@@ -62,9 +68,8 @@ void validate(const VoxelizerConfig& c) {
     SCN_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo < hi, w, "range ", axis[d], " [", lo, ", ", hi,
               ") must be finite with min < max");
     SCN_CHECK(std::isfinite(s) && s > 0.f, w, "voxel size ", axis[d], " = ", s, " must be positive and finite");
-    // as voxel_grid computes it (float32); an axis of 2^31 cells or more (or a width past float's range) is refused
-    // here, before voxel_grid would saturate it
-    const float cells = std::round((hi - lo) / s);
+    // an axis of 2^31 cells or more (or a width past float's range) is refused here, before voxel_grid saturates it
+    const float cells = axis_cells(c, d);
     SCN_CHECK(std::isfinite(cells) && cells < kAxisCellLimit, w, "range ", axis[d], " [", lo, ", ", hi,
               ") over voxel size ", s, " gives ", cells, " cells on one axis, 2^31 or more");
   }
@@ -91,8 +96,7 @@ void validate(const VoxelizerConfig& c) {
 Int3 voxel_grid(const VoxelizerConfig& c) {
   int32_t n[3];
   for (int d = 0; d < 3; ++d) {
-    // float32 throughout, as NVIDIA's Params::getGrid*Size(); a ratio of 2^31 or more saturates (validate rejects it).
-    const float cells = std::round((c.range[size_t(d) + 3] - c.range[size_t(d)]) / c.voxel_size[size_t(d)]);
+    const float cells = axis_cells(c, d);
     n[d] = std::isfinite(cells) && cells < kAxisCellLimit ? int32_t(cells) : std::numeric_limits<int32_t>::max();
   }
   return c.order == VoxelOrder::Xyz ? Int3{n[0], n[1], n[2]} : Int3{n[2], n[1], n[0]};

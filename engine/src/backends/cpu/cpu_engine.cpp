@@ -12,8 +12,10 @@
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
+#include "plan/int8_arith.h"
 #include "backends/cpu/int8_conv.h"
 #include "backends/cpu/int8_observer.h"
+#include "plan/int8_plan.h"
 #include "backends/cpu/kernel_map.h"
 #include "backends/cpu/sparse_conv.h"
 #include "backends/cpu/thread_pool.h"
@@ -61,8 +63,8 @@ class CpuEngine final : public Engine {
     const Tensor f = features.to(Device::Host), idx = indices.to(Device::Host);
     check_sparse_input_values(f, idx, grid, batch_size, name, labels);
     for (size_t i = 0; i < inputs_.size(); ++i)
-      SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name, "': batch size ",
-                batch_size, " differs from the other inputs' ", batch_);
+      SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name,
+                "': batch size ", batch_size, " differs from the other inputs' ", batch_);
     BoundInput& in = inputs_[size_t(index)];
     in.grid = grid;
     in.coords.assign(idx.ptr<int32_t>(), idx.ptr<int32_t>() + idx.numel());
@@ -120,7 +122,8 @@ class CpuEngine final : public Engine {
 
   Tensor output_indices(int index) override {
     const int v = graph_->outputs.at(size_t(checked_output(index)));
-    SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index), "' is dense and has no indices");
+    SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index),
+              "' is dense and has no indices");
     const SiteSet& s = sites_[size_t(analysis_.value_sites[size_t(v)])];
     return Tensor::from_host(s.coords.data(), {s.size(), 4}, DType::Int32);
   }
@@ -165,9 +168,9 @@ class CpuEngine final : public Engine {
           maps_[m] = cpu::build_subm_map(sites_[size_t(slot.in_sites)], slot, threads_);
           break;
         case MapKind::Strided:
-          maps_[m] =
-              cpu::build_strided_map(sites_[size_t(slot.in_sites)], slot, shapes_.site_shape[size_t(slot.out_sites)],
-                                     sites_[size_t(slot.out_sites)], threads_);
+          maps_[m] = cpu::build_strided_map(sites_[size_t(slot.in_sites)], slot,
+                                            shapes_.site_shape[size_t(slot.out_sites)],
+                                            sites_[size_t(slot.out_sites)], threads_);
           break;
         case MapKind::Inverse:
           maps_[m] = cpu::build_inverse_map(maps_[size_t(slot.source_slot)], sites_[size_t(slot.out_sites)].size());
