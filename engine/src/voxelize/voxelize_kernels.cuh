@@ -371,19 +371,24 @@ __global__ void __launch_bounds__(kThreads)
       big = total > kSlots || a.F > kThreadColumns;
       if (total > kSlots) spilled = total - kSlots;
       if (!big) {
+        // Only the voxel's first `total` slots were written: whole 16-byte chunks of them by one load, the
+        // chunk holding the last one slot by slot, nothing past it (compute-sanitizer's initcheck reports a
+        // read of unwritten words even where their values are replaced); the empty slots sort last.
         uint32_t first[kSlots];
-        const uint4* s4 = reinterpret_cast<const uint4*>(a.slots + v * kSlots);
+        const uint32_t* sv = a.slots + v * kSlots;
 #pragma unroll
         for (int q = 0; q < kSlots / 4; ++q) {
-          const uint4 x = s4[q];
-          first[4 * q] = x.x;
-          first[4 * q + 1] = x.y;
-          first[4 * q + 2] = x.z;
-          first[4 * q + 3] = x.w;
-        }
+          if (4 * q + 4 <= total) {
+            const uint4 x = reinterpret_cast<const uint4*>(sv)[q];
+            first[4 * q] = x.x;
+            first[4 * q + 1] = x.y;
+            first[4 * q + 2] = x.z;
+            first[4 * q + 3] = x.w;
+          } else {
 #pragma unroll
-        for (int k = 0; k < kSlots; ++k)
-          if (k >= total) first[k] = 0xffffffffu;
+            for (int j = 0; j < 4; ++j) first[4 * q + j] = 4 * q + j < total ? sv[4 * q + j] : 0xffffffffu;
+          }
+        }
 #pragma unroll
         for (int size = 2; size <= kSlots; size <<= 1)
 #pragma unroll

@@ -139,9 +139,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
   const __half* __restrict__ x = static_cast<const __half*>(a.x);
   const int32_t* __restrict__ out_in = a.out_in;
   // The slab's map rows (WR x KK int32, contiguous in out_in) -> this warp's stage region, by coalesced
-  // 16-byte copies (rows from n on read as zeros, nothing read past them). A lane loading its own row's
-  // entries from global memory instead touches another 128-byte line per lane and offset: KK line
-  // lookups per row in the L1, several times what the row's gathers take.
+  // 16-byte copies of the chunks wholly below row n, and the end of row n - 1 (in the chunk row n starts
+  // in) by one lane's word loads and stores: a copy of fewer bytes reads only them, but compute-sanitizer's
+  // initcheck counts it as a 16-byte read of the never written row n. That chunk gets no copy (its
+  // zero-fill would race the stores); read_map reads no row from n on. A lane loading its own row's
+  // entries from global memory instead touches another 128-byte line per lane and offset: KK line lookups
+  // per row in the L1, several times what the row's gathers take.
   static_assert(WR * KK % 4 == 0, "a slab's map rows are whole 16-byte chunks");
   auto stage_map = [&](int64_t slab) {
     const int64_t left = n - slab * WR;
@@ -150,8 +153,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) osplit_kernel(const ConvArgs a)
     const uint32_t dst = smem_addr(sS);
 #pragma unroll
     for (int c = lane; c < WR * KK / 4; c += 32) {
-      const int b = valid - 16 * c;
-      ptx::cp_async16_n(dst + 16 * c, src + 16 * c, uint32_t(b <= 0 ? 0 : (b >= 16 ? 16 : b)));
+      if (16 * c + 16 <= valid) ptx::cp_async16_n(dst + 16 * c, src + 16 * c, 16u);
+    }
+    const int tail = valid % 16, ct = valid / 16;  // rows end on a word: 0, 4, 8 or 12 bytes
+    if (tail != 0 && lane == ct % 32) {
+      const int32_t* sw = out_in + slab * WR * KK + 4 * ct;
+      int32_t* d = reinterpret_cast<int32_t*>(sS) + 4 * ct;
+#pragma unroll 1
+      for (int j = 0; j < tail / 4; ++j) d[j] = __ldcg(sw + j);  // through L2, as the copies
     }
   };
   // map entries of this lane's rows (lane + 32 h) for the group's offsets g, g + P, .. from the staged
