@@ -87,7 +87,7 @@ for tool in $TOOLS; do
   done < <(runs_for "$tool")
   {
     echo "$tool ($(( $(date +%s) - t0 )) s):"
-    grep -E "^== |^rc |ERROR SUMMARY|PASSED|FAILED|Hazard|Invalid|Uninitialized|RACECHECK SUMMARY|failure" "$log" | awk '/^(rc|==) / || !seen[$0]++' | head -60
+    grep -E "^== |^rc |ERROR SUMMARY|PASSED|FAILED|Hazard|Race reported|Invalid|Uninitialized|RACECHECK SUMMARY|failure" "$log" | awk '/^(rc|==) / || !seen[$0]++' | head -60
   } >> "$OUT/sanitize.log"
 done
 cat "$OUT/sanitize.log"
