@@ -81,7 +81,7 @@ for tool in $TOOLS; do
     fi
     if [ "${arg%% *}" = "--" ]; then args=(${arg#-- }); else args=(--gtest_filter="$arg" --gtest_color=no); fi
     echo "== $tool: $bin ${args[*]}" >> "$log"
-    ( cd "$(dirname "$exe")" && SCN_SOAK_FRAMES=4 timeout "$LIMIT" "$CS" --tool "$tool" --error-exitcode 97 \
+    ( cd "$(dirname "$exe")" && SCN_SOAK_FRAMES=4 SCN_SOAK_UNDER_SANITIZER=1 timeout "$LIMIT" "$CS" --tool "$tool" --error-exitcode 97 \
         "./$bin" "${args[@]}" ) >> "$log" 2>&1
     echo "rc $?" >> "$log"
   done < <(runs_for "$tool")
