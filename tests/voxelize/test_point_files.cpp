@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <clocale>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -197,6 +199,61 @@ TEST(PointFiles, PcdHeaderCountsOutOfRange) {
   const std::string count =
       write("count.pcd", "FIELDS x\nSIZE 4\nTYPE F\nCOUNT 4294967297\nWIDTH 1\nHEIGHT 1\nDATA ascii\n1\n");
   expect_error([&] { read_points(count, o); }, {count, "COUNT 4294967297", "is above"});
+}
+
+/// Sets LC_NUMERIC to a locale whose decimal point is a comma (as a host application may): an installed one, or
+/// de_DE built by localedef into the test's folder (glibc reads LOCPATH at each setlocale). False if neither works.
+bool set_comma_locale() {
+  for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"})
+    if (std::setlocale(LC_NUMERIC, name) && std::localeconv()->decimal_point[0] == ',') return true;
+  const std::string loc = dir() + "/locales";
+  fs::create_directories(loc);
+  const std::string cmd = "localedef -i de_DE -f UTF-8 '" + loc + "/de_DE.UTF-8' > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return false;
+  setenv("LOCPATH", loc.c_str(), 1);
+  return std::setlocale(LC_NUMERIC, "de_DE.UTF-8") && std::localeconv()->decimal_point[0] == ',';
+}
+
+// Ascii values parse the same under any locale: with strtod, a comma locale stopped "1.5" at the '.' and the file
+// was rejected as "not a number".
+TEST(PointFiles, PcdAsciiValuesIgnoreTheLocale) {
+  const std::string p = write("loc.pcd", std::string(kHeader) +
+                                             "DATA ascii\n1.5 -2.25 3e2 7 200\n+4.75 0.1 -0 8 17\n"
+                                             "inf -inf 1.17549435e-38 9 0\n");
+  PointFileOptions o;
+  o.fields = {"x", "y", "z", "intensity"};
+  if (!set_comma_locale()) GTEST_SKIP() << "no comma locale here (none installed, localedef failed)";
+  Tensor t;
+  try {
+    t = read_points(p, o);
+  } catch (...) {
+    std::setlocale(LC_NUMERIC, "C");
+    throw;
+  }
+  std::setlocale(LC_NUMERIC, "C");
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{3, 4}));
+  const float* f = t.ptr<float>();
+  const std::vector<float> want = {1.5f, -2.25f, 300.f, 200.f, 4.75f, 0.1f, -0.f, 17.f};
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(f[k], want[k]) << "value " << k;
+  EXPECT_TRUE(std::signbit(f[6]));
+  EXPECT_EQ(f[8], INFINITY);
+  EXPECT_EQ(f[9], -INFINITY);
+  EXPECT_EQ(f[10], 1.17549435e-38f);
+}
+
+// A value float32 cannot hold is an error naming it, not an infinity; malformed signs are not numbers.
+TEST(PointFiles, PcdAsciiValuesOutOfRange) {
+  PointFileOptions o;
+  o.fields = {"x", "y", "z", "intensity"};
+  const std::string rows = "1 2 3 7 200\n1 2 3 7 200\n";
+  const std::string f32 = write("f32.pcd", std::string(kHeader) + "DATA ascii\n" + rows + "1 2 1e39 7 200\n");
+  expect_error([&] { read_points(f32, o); }, {f32, "line", "'1e39'", "field 'z'", "beyond the float32 range"});
+  const std::string f64 = write("f64.pcd", std::string(kHeader) + "DATA ascii\n" + rows + "1e999 2 3 7 200\n");
+  expect_error([&] { read_points(f64, o); }, {f64, "'1e999'", "field 'x'", "out of range"});
+  const std::string sign = write("sign.pcd", std::string(kHeader) + "DATA ascii\n" + rows + "1 +-2 3 7 200\n");
+  expect_error([&] { read_points(sign, o); }, {sign, "'+-2'", "field 'y'", "not a number"});
+  const std::string comma = write("comma.pcd", std::string(kHeader) + "DATA ascii\n" + rows + "1 2,5 3 7 200\n");
+  expect_error([&] { read_points(comma, o); }, {comma, "'2,5'", "not a number"});
 }
 
 }  // namespace

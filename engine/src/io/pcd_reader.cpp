@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +33,23 @@ std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> out;
   for (std::string t; ss >> t;) out.push_back(t);
   return out;
+}
+
+/// An ascii data value as float32, whatever the process's locale: strtod reads the decimal point of LC_NUMERIC, and
+/// under a comma locale (de_DE, set by the host application) it would stop "1.5" at the '.'. A leading
+/// '+' is accepted (strtod took it); a value beyond float32 or double range is an error, not an infinity or a zero.
+float parse_value(const std::string& path, int64_t line_no, const std::string& field, const std::string& s) {
+  const char* first = s.data() + (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+' ? 1 : 0);
+  const char* last = s.data() + s.size();
+  double v = 0;
+  const std::from_chars_result r = std::from_chars(first, last, v);
+  SCN_CHECK(r.ec != std::errc::result_out_of_range, path, ": PCD line ", line_no, ": '", s, "' (field '", field,
+            "') is out of range");
+  SCN_CHECK(r.ec == std::errc() && r.ptr == last, path, ": PCD line ", line_no, ": '", s, "' (field '", field,
+            "') is not a number");
+  SCN_CHECK(!std::isfinite(v) || std::fabs(v) <= double(FLT_MAX), path, ": PCD line ", line_no, ": '", s, "' (field '",
+            field, "') is beyond the float32 range");
+  return float(v);
 }
 
 /// A header value in [0, most]: a larger one is an error naming it, not a value cut to the field's type.
@@ -234,12 +253,8 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
       SCN_CHECK(int64_t(t.size()) == column, path, ": PCD line ", line_no, " has ", t.size(), " values, ", column,
                 " expected");
       for (int c = 0; c < C; ++c) {
-        const std::string& s = t[size_t(sel[size_t(c)]->column)];
-        char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        SCN_CHECK(end && *end == '\0', path, ": PCD line ", line_no, ": '", s, "' (field '", sel[size_t(c)]->name,
-                  "') is not a number");
-        out[size_t(i) * size_t(C) + size_t(c)] = float(v);
+        out[size_t(i) * size_t(C) + size_t(c)] =
+            parse_value(path, line_no, sel[size_t(c)]->name, t[size_t(sel[size_t(c)]->column)]);
       }
       ++i;
     }
