@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "common/comma_locale.h"
 #include "core/options.h"
 #include "plan/size_buckets.h"
 
@@ -80,6 +81,16 @@ TEST(SizeBuckets, FactorZeroIsOneBucketAndDeviceCountsHaveTheirOwn) {
   EXPECT_EQ(d.label, "device count");
   EXPECT_EQ(size_ladder(8192, 1.5), "base 8192 factor 1.5");
   EXPECT_EQ(size_ladder(8192, 0.0), "one bucket");
+}
+
+// The ladder's label is a tuning cache key: the same text whatever the process's locale (printf's %g wrote "1,5"
+// under de_DE, so a host application re-tuned against a cache the CLI had written).
+TEST(SizeBuckets, TheLadderLabelIgnoresTheLocale) {
+  const test::CommaLocale comma;
+  if (!comma.active()) GTEST_SKIP() << "no comma locale here (none installed, localedef failed)";
+  EXPECT_EQ(size_ladder(8192, 1.5), "base 8192 factor 1.5");
+  EXPECT_EQ(size_ladder(20000, 1.25), "base 20000 factor 1.25");
+  EXPECT_EQ(size_ladder(8192, 2.0), "base 8192 factor 2");
 }
 
 TEST(SizeBuckets, BadLaddersAreErrorsNamingTheOption) {

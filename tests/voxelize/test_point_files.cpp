@@ -3,13 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <clocale>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "common/comma_locale.h"
 #include "core/half.h"
 #include "scn/error.h"
 #include "scn/points.h"
@@ -201,19 +200,6 @@ TEST(PointFiles, PcdHeaderCountsOutOfRange) {
   expect_error([&] { read_points(count, o); }, {count, "COUNT 4294967297", "is above"});
 }
 
-/// Sets LC_NUMERIC to a locale whose decimal point is a comma (as a host application may): an installed one, or
-/// de_DE built by localedef into the test's folder (glibc reads LOCPATH at each setlocale). False if neither works.
-bool set_comma_locale() {
-  for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"})
-    if (std::setlocale(LC_NUMERIC, name) && std::localeconv()->decimal_point[0] == ',') return true;
-  const std::string loc = dir() + "/locales";
-  fs::create_directories(loc);
-  const std::string cmd = "localedef -i de_DE -f UTF-8 '" + loc + "/de_DE.UTF-8' > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return false;
-  setenv("LOCPATH", loc.c_str(), 1);
-  return std::setlocale(LC_NUMERIC, "de_DE.UTF-8") && std::localeconv()->decimal_point[0] == ',';
-}
-
 // Ascii values parse the same under any locale: with strtod, a comma locale stopped "1.5" at the '.' and the file
 // was rejected as "not a number".
 TEST(PointFiles, PcdAsciiValuesIgnoreTheLocale) {
@@ -222,15 +208,12 @@ TEST(PointFiles, PcdAsciiValuesIgnoreTheLocale) {
                                              "inf -inf 1.17549435e-38 9 0\n");
   PointFileOptions o;
   o.fields = {"x", "y", "z", "intensity"};
-  if (!set_comma_locale()) GTEST_SKIP() << "no comma locale here (none installed, localedef failed)";
   Tensor t;
-  try {
+  {
+    const test::CommaLocale comma;
+    if (!comma.active()) GTEST_SKIP() << "no comma locale here (none installed, localedef failed)";
     t = read_points(p, o);
-  } catch (...) {
-    std::setlocale(LC_NUMERIC, "C");
-    throw;
   }
-  std::setlocale(LC_NUMERIC, "C");
   ASSERT_EQ(t.shape(), (std::vector<int64_t>{3, 4}));
   const float* f = t.ptr<float>();
   const std::vector<float> want = {1.5f, -2.25f, 300.f, 200.f, 4.75f, 0.1f, -0.f, 17.f};

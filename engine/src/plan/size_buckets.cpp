@@ -1,8 +1,8 @@
 #include "plan/size_buckets.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "scn/error.h"
@@ -58,9 +58,11 @@ SizeBucket device_count_bucket() {
 
 std::string size_ladder(int64_t base, double factor) {
   if (factor == 0.0) return "one bucket";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "base %lld factor %g", static_cast<long long>(base), factor);
-  return buf;
+  // to_chars, not printf's %g: the label is a tuning cache key, and %g writes LC_NUMERIC's decimal point (a host
+  // application under de_DE would write "1,5" and re-tune against a cache that says "1.5")
+  char num[32];
+  const std::to_chars_result r = std::to_chars(num, num + sizeof(num), factor, std::chars_format::general, 6);
+  return "base " + std::to_string(base) + " factor " + std::string(num, r.ptr);
 }
 
 }  // namespace scn
