@@ -77,6 +77,54 @@ std::string found_text(const AttributeProto& a) {
   }
 }
 
+// The value fields an attribute carries besides those of `type` ("ints [1]", "f"), and whether it carries a value of
+// `type` at all: ONNX's checker wants exactly the declared type's field. A declared int whose number sits in `ints`
+// (or is absent) would read as 0 through a.i(): a submanifold conv imported as a strided one.
+std::string stray_fields(const AttributeProto& a, int type) {
+  std::string out;
+  auto add = [&](bool present, int field_type, const std::string& text) {
+    if (present && field_type != type) out += (out.empty() ? "" : ", ") + text;
+  };
+  add(a.has_i(), AttributeProto::INT, detail::concat("an int (", a.i(), ")"));
+  add(a.has_f(), AttributeProto::FLOAT, detail::concat("a float (", a.f(), ")"));
+  add(a.has_s(), AttributeProto::STRING, "a string ('" + a.s() + "')");
+  add(a.has_t(), AttributeProto::TENSOR, "a tensor");
+  add(a.has_g(), AttributeProto::GRAPH, "a graph");
+  add(a.has_sparse_tensor(), AttributeProto::SPARSE_TENSOR, "a sparse tensor");
+  add(a.has_tp(), AttributeProto::TYPE_PROTO, "a type proto");
+  add(a.ints_size() > 0, AttributeProto::INTS, detail::concat(a.ints_size(), " ints ", list_text(a.ints())));
+  add(a.floats_size() > 0, AttributeProto::FLOATS, detail::concat(a.floats_size(), " floats ", list_text(a.floats())));
+  add(a.strings_size() > 0, AttributeProto::STRINGS, detail::concat(a.strings_size(), " strings"));
+  add(a.tensors_size() > 0, AttributeProto::TENSORS, detail::concat(a.tensors_size(), " tensors"));
+  add(a.graphs_size() > 0, AttributeProto::GRAPHS, detail::concat(a.graphs_size(), " graphs"));
+  add(a.sparse_tensors_size() > 0, AttributeProto::SPARSE_TENSORS,
+      detail::concat(a.sparse_tensors_size(), " sparse tensors"));
+  add(a.type_protos_size() > 0, AttributeProto::TYPE_PROTOS, detail::concat(a.type_protos_size(), " type protos"));
+  return out;
+}
+
+// A list type's value may be empty (no field set); a scalar's must be there.
+bool has_value_of(const AttributeProto& a, int type) {
+  switch (type) {
+    case AttributeProto::INT:
+      return a.has_i();
+    case AttributeProto::FLOAT:
+      return a.has_f();
+    case AttributeProto::STRING:
+      return a.has_s();
+    case AttributeProto::TENSOR:
+      return a.has_t();
+    case AttributeProto::GRAPH:
+      return a.has_g();
+    case AttributeProto::SPARSE_TENSOR:
+      return a.has_sparse_tensor();
+    case AttributeProto::TYPE_PROTO:
+      return a.has_tp();
+    default:
+      return true;
+  }
+}
+
 }  // namespace
 
 std::string attribute_text(const AttributeProto& a) {
@@ -128,6 +176,12 @@ void OnnxAttrs::expect_type(const AttributeProto& a, int type) const {
     fail(a.name(), detail::concat("expected ", article, attribute_type_name(type), ", found ",
                                   found_text(a)));
   }
+  const std::string stray = stray_fields(a, type);
+  if (!has_value_of(a, type) || !stray.empty())
+    fail(a.name(), detail::concat("declared ", attribute_type_name(type), " but ",
+                                  has_value_of(a, type) ? "also holds " : "holds no such value",
+                                  stray.empty() ? "" : (has_value_of(a, type) ? "" : "; it holds ") + stray,
+                                  " (an ONNX attribute carries exactly the value of its type)"));
   used_.insert(a.name());
 }
 

@@ -147,8 +147,8 @@ ValueId import_sparse_conv(NodeImport& n) {
   c.rulebook = a.get_string("rulebook", "");
   c.activation = read_activation(a, &c.activation_alpha);
   c.output_bound = a.get_int("output_bound", 0);
-  if (c.output_bound < 0)
-    a.fail("output_bound", detail::concat("must be >= 0, found ", c.output_bound));
+  if (c.output_bound < 0 || c.output_bound > kMaxSiteRows)
+    a.fail("output_bound", detail::concat("must be in [0, ", kMaxSiteRows, "] (0: not given), found ", c.output_bound));
 
   QuantAttrs q;
   q.precision = read_precision(a, "precision");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/centerpoint_graph.h"
+#include "engine/test_helpers.h"
 #include "plan/engine_plan.h"
 #include "scn/inspect.h"
 
@@ -101,6 +102,61 @@ TEST(Capacities, GeometryBoundsAndBatch) {
   // the first guess of a frame-fitted plan: inputs at rows x margin, every level at its input's
   const std::vector<int64_t> guess = first_frame_capacities(an, p.plan.capacities.site_rows, {4000}, 1.5);
   for (int s = 0; s < an.num_site_sets; ++s) EXPECT_EQ(guess[size_t(s)], 6000) << s;
+}
+
+// Site sets hold at most kMaxSiteRows rows (int32 on the device): an output_bound beyond it is refused by the
+// builder, a bound or input capacity that passes it alone but not times max_batch by the plan, each naming what; a
+// strided set's reach bound saturates instead of wrapping (a bound of 2^62 once wrapped the buffers' bytes to 0).
+TEST(Capacities, RowsStayWithinTheDeviceRowLimit) {
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto model = [](int64_t bound) {
+    EngineBuilder b("rows.onnx");
+    ValueId x = b.push_input("x", 4);
+    x = b.push_sparse_conv("down", x, test::random_conv(4, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 1));
+    ConvAttrs c = test::random_conv(8, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 2);
+    c.output_bound = bound;
+    x = b.push_sparse_conv("bounded", x, c);
+    DenseAttrs d;
+    d.input_spatial_shape = {3, 3, 3};  // an 11^3 grid after two stride-2 convs
+    d.output_shape = {1, 8, 3, 3, 3};
+    b.push_output(b.push_dense("dense", x, d));
+    return b;
+  };
+  ConvAttrs big = test::random_conv(4, 8, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, false, 1);
+  big.output_bound = int64_t(1) << 62;
+  const std::string refused = error_of([&] {
+    EngineBuilder b;
+    b.push_sparse_conv("huge", b.push_input("x", 4), big);
+  });
+  EXPECT_NE(refused.find("output_bound must be in [0, 2147483647]"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("huge"), std::string::npos) << refused;
+
+  BuildOptions o;
+  o.max_batch = 4;
+  o.max_input_voxels = int64_t(1) << 30;  // within the limit alone, not x 4
+  const std::string inputs = error_of([&] { plan_of(model(0), o); });
+  EXPECT_NE(inputs.find("rows.onnx"), std::string::npos) << inputs;
+  EXPECT_NE(inputs.find("BuildOptions.max_input_voxels) x max_batch 4"), std::string::npos) << inputs;
+  o.max_input_voxels = 1000;
+  const std::string bound = error_of([&] { plan_of(model(int64_t(1) << 30), o); });
+  EXPECT_NE(bound.find("node 'bounded': output_bound 1073741824 x max_batch 4"), std::string::npos) << bound;
+
+  // at the limit: the input set plans every row, a strided set's reach bound (x 8) saturates at the limit
+  o.max_batch = 1;
+  o.max_input_voxels = kMaxSiteRows;
+  const Planned p = plan_of(model(0), o);
+  for (int64_t rows : p.plan.capacities.site_rows) {
+    EXPECT_GT(rows, 0);
+    EXPECT_LE(rows, kMaxSiteRows);
+  }
+  EXPECT_EQ(p.plan.capacities.site_rows[0], kMaxSiteRows);
 }
 
 TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {

@@ -30,6 +30,8 @@ TEST(Options, EveryBadFieldIsAnErrorNamingIt) {
   o = {};
   o.max_input_voxels = -5;
   expect_error_naming(o, "BuildOptions.max_input_voxels");
+  o.max_input_voxels = int64_t(1) << 31;  // device rows are int32
+  expect_error_naming(o, "BuildOptions.max_input_voxels");
   o = {};
   o.num_threads = -1;
   expect_error_naming(o, "BuildOptions.num_threads");

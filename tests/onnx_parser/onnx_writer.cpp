@@ -157,7 +157,7 @@ Wire encode_attr(const Attr& a) {
       }
       break;
   }
-  if (a.write_type) w.int_field(20, a.type);
+  if (a.write_type) w.int_field(20, a.declared_type != 0 ? a.declared_type : a.type);
   return w;
 }
 

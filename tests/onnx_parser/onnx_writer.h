@@ -37,6 +37,7 @@ struct Attr {
   std::vector<int64_t> ints;
   std::vector<float> floats;
   bool write_type = true;  ///< false: leave `type` unset, as files before IR 3 did
+  int declared_type = 0;   ///< nonzero: written as `type` instead of the type of the value written (a mismatch)
   bool packed = false;     ///< write ints / floats packed (onnx's Python writes them unpacked)
 };
 Attr attr_int(const std::string& name, int64_t v);

@@ -196,6 +196,15 @@ TEST(OnnxGraphErrors, OutputNamedLikeTheGraphInput) {
   EXPECT_MESSAGE_HAS(parse_error(m), "node 'conv0'", "output '0'", "graph input");
 }
 
+// ONNX keeps node and value names apart; scn names an input's node after the input, so a node named like the graph
+// input is refused with that said (the message once claimed only that the name was used twice)
+TEST(OnnxGraphErrors, NodeNamedLikeTheGraphInput) {
+  ModelDef m = small_centerpoint();
+  m.node("conv1").name = "0";
+  EXPECT_MESSAGE_HAS(parse_error(m), test_file_name(), "node name '0' is used twice", "name of a graph input",
+                     "rename the node");
+}
+
 TEST(OnnxGraphErrors, ZeroGraphInputs) {
   ModelDef m = small_centerpoint();
   m.inputs.clear();
@@ -382,6 +391,34 @@ TEST(OnnxConvErrors, AttributeTypeMismatch) {
   EXPECT_MESSAGE_HAS(parse_error(m), "attribute 'activation'", "expected a string", "found an int");
 }
 
+// A declared type whose value field is missing or accompanied by another one (ONNX's checker: exactly the declared
+// type's field) is an error naming the attribute: through a.i() such a `subm` read as 0, a submanifold conv imported
+// as a strided one, and a LeakyReLU's alpha as 0 (a plain ReLU).
+TEST(OnnxConvErrors, DeclaredTypeWithoutItsValue) {
+  auto declared = [](Attr a, int type) {
+    a.declared_type = type;
+    return a;
+  };
+  ModelDef m = small_centerpoint();
+  m.node("conv1").set(declared(attr_ints("subm", {1}), Attr::kInt));
+  EXPECT_MESSAGE_HAS(parse_error(m), test_file_name(), "node 'conv1'", "attribute 'subm'", "declared int",
+                     "holds no such value", "1 ints [1]");
+  m = small_centerpoint();
+  m.node("conv1").set(declared(attr_ints("subm", {}), Attr::kInt));
+  EXPECT_MESSAGE_HAS(parse_error(m), "attribute 'subm'", "declared int", "holds no such value");
+  m = small_centerpoint();
+  m.node("conv1").set(attr_string("activation", "LeakyReLU"));
+  m.node("conv1").set(declared(attr_int("alpha", 1), Attr::kFloat));
+  EXPECT_MESSAGE_HAS(parse_error(m), "node 'conv1'", "attribute 'alpha'", "declared float", "an int (1)");
+  m = small_centerpoint();
+  m.node("conv1").set(declared(attr_float("rulebook", 2.f), Attr::kString));
+  EXPECT_MESSAGE_HAS(parse_error(m), "attribute 'rulebook'", "declared string", "a float (2)");
+  m = small_centerpoint();
+  m.node("conv1").set(declared(attr_ints("weight_dynamic_ranges", {1, 2}), Attr::kFloats));
+  EXPECT_MESSAGE_HAS(parse_error(m), "attribute 'weight_dynamic_ranges'", "declared floats", "also holds",
+                     "2 ints [1, 2]");
+}
+
 TEST(OnnxConvErrors, SubmNotBoolean) {
   ModelDef m = small_centerpoint();
   m.node("conv1").set(attr_int("subm", 2));
@@ -392,6 +429,19 @@ TEST(OnnxConvErrors, OutOfRangeKernel) {
   ModelDef m = small_centerpoint();
   m.node("conv1").set(attr_ints("dilation", {1, int64_t(1) << 33, 1}));
   EXPECT_MESSAGE_HAS(parse_error(m), "attribute 'dilation'", "out of range");
+}
+
+// output_bound plans int32 device rows: a bound beyond 2^31 - 1 once wrapped the byte sizes of the buffers to 0
+TEST(OnnxConvErrors, OutputBoundAboveTheRowLimit) {
+  for (int64_t bound : {int64_t(1) << 62, int64_t(2147483648)}) {
+    ModelDef m = small_centerpoint();
+    m.node("conv3").set(attr_int("output_bound", bound));
+    EXPECT_MESSAGE_HAS(parse_error(m), test_file_name(), "node 'conv3'", "attribute 'output_bound'", "[0, 2147483647]",
+                       std::to_string(bound));
+  }
+  ModelDef m = small_centerpoint();
+  m.node("conv3").set(attr_int("output_bound", 2147483647));
+  EXPECT_NO_THROW(parse_onnx(write_model(m, test_file_name()))) << "the largest bound is accepted";
 }
 
 TEST(OnnxConvErrors, UnknownActivation) {

@@ -26,6 +26,10 @@ struct QuantAttrs {
   std::vector<float> weight_dynamic_ranges;      ///< per output channel (SparseConvolution)
 };
 
+/// The most rows a set of sites (the voxels of a whole batch at one level) may plan: row indices, map entries and
+/// counts are int32 on the device. output_bound, max_input_voxels and their products with max_batch stay within it.
+constexpr int64_t kMaxSiteRows = 2147483647;
+
 struct ConvAttrs {
   int32_t in_channels = 0;
   int32_t out_channels = 0;

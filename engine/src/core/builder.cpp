@@ -74,8 +74,13 @@ ValueId EngineBuilder::add_node(Node node, Value value) {
   SCN_CHECK(value_names_.count(value.name) == 0, g.source, ": node '", node.name, "' (",
             op_type_name(node.op), "): output name '", value.name,
             "' is already produced by another node");
-  SCN_CHECK(node.op == OpType::Input || node_names_.count(node.name) == 0, g.source, ": node name '",
-            node.name, "' is used twice");
+  if (node.op != OpType::Input && node_names_.count(node.name) != 0) {
+    // scn names a graph input's node after the input (per-node options and reports find nodes by name)
+    const bool input =
+        std::any_of(g.inputs.begin(), g.inputs.end(), [&](ValueId v) { return g.values[size_t(v)].name == node.name; });
+    SCN_FAIL(g.source, ": node name '", node.name, "' is used twice",
+             input ? " (it is also the name of a graph input, which scn gives the input's node; rename the node)" : "");
+  }
   value_names_.insert(value.name);
   node_names_.insert(node.name);
   value.producer = int(g.nodes.size());
@@ -163,7 +168,8 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
   if (c.bias.defined()) check_finite(c.bias, "bias");
   if (c.activation == Activation::LeakyReLU)
     SCN_CHECK(std::isfinite(c.activation_alpha), where, ": LeakyReLU needs a finite slope 'alpha'");
-  SCN_CHECK(c.output_bound >= 0, where, ": output_bound must be >= 0, got ", c.output_bound);
+  SCN_CHECK(c.output_bound >= 0 && c.output_bound <= kMaxSiteRows, where, ": output_bound must be in [0, ",
+            kMaxSiteRows, "] (0: not given), got ", c.output_bound);
   check_quant(where, quant, cout, QuantInputs::Single);
 
   Node n;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "scn/error.h"
+
 namespace scn {
 
 namespace {
@@ -27,6 +29,11 @@ Capacities plan_capacities(const Graph& g, const GraphAnalysis& an, int64_t max_
     if (n.op == OpType::SparseConv) largest_bound = std::max(largest_bound, n.conv.output_bound);
   const int64_t fallback = largest_bound > 0 ? largest_bound : kDefaultCapacity;
   const int64_t per_sample = max_input_voxels > 0 ? max_input_voxels : fallback;
+  // output_bound and max_input_voxels are each checked against kMaxSiteRows where they are set; their products with
+  // max_batch here
+  SCN_CHECK(per_sample <= kMaxSiteRows / max_batch, g.source, ": ", per_sample, " input voxels per sample (",
+            max_input_voxels > 0 ? "BuildOptions.max_input_voxels" : "the largest output_bound", ") x max_batch ",
+            max_batch, " is above the ", kMaxSiteRows, " rows a site set can hold");
   Capacities c;
   c.site_rows.assign(size_t(an.num_site_sets), 0);
   for (int s = 0; s < an.num_site_sets; ++s)
@@ -34,10 +41,19 @@ Capacities plan_capacities(const Graph& g, const GraphAnalysis& an, int64_t max_
   for (const MapSlot& m : an.maps) {
     if (m.kind != MapKind::Strided) continue;
     int64_t ob = 0;
-    for (int n : m.nodes) ob = std::max(ob, g.nodes[size_t(n)].conv.output_bound);
+    int bound_node = -1;
+    for (int n : m.nodes)
+      if (g.nodes[size_t(n)].conv.output_bound > ob) ob = g.nodes[size_t(n)].conv.output_bound, bound_node = n;
+    SCN_CHECK(ob <= kMaxSiteRows / max_batch, g.source, ": node '", g.nodes[size_t(bound_node)].name,
+              "': output_bound ", ob, " x max_batch ", max_batch, " is above the ", kMaxSiteRows,
+              " rows a site set can hold");
     const int64_t in_cap = c.site_rows[size_t(m.in_sites)];
     const int64_t stated = ob > 0 ? ob * max_batch : std::max(in_cap, fallback * max_batch);
-    c.site_rows[size_t(m.out_sites)] = std::min(stated, in_cap * reach(m));
+    // every input site reaching all its output sites, and no more rows than a set can index: a frame beyond the
+    // plan is the forward's overflow error (or a grown plan), as for any capacity
+    const int64_t r = reach(m);
+    const int64_t reachable = in_cap > kMaxSiteRows / r ? kMaxSiteRows : in_cap * r;
+    c.site_rows[size_t(m.out_sites)] = std::min({stated, reachable, kMaxSiteRows});
   }
   return c;
 }
