@@ -59,6 +59,40 @@ TEST(VizMaps, OccupancyRejectsRowsOutsideTheGrid) {
                scn::Error);
 }
 
+// A frame with rows of other samples only is not drawn as an empty one; an empty frame is
+TEST(VizMaps, OccupancyOfABatchIndexWithNoRowIsAnError) {
+  const std::vector<int32_t> zyx = frame_zyx();
+  try {
+    occupancy_map(Tensor::from_host(zyx.data(), {5, 4}, DType::Int32), {4, 5, 6}, "zyx", 5, "f.tensor");
+    ADD_FAILURE() << "no error";
+  } catch (const scn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f.tensor: no row has batch index 5 (the 5 rows have batch indices 0..1)"),
+              std::string::npos)
+        << e.what();
+  }
+  const Map2D empty = occupancy_map(Tensor::empty({0, 4}, DType::Int32), {4, 5, 6}, "zyx", 0, "e");
+  for (double v : empty.values) EXPECT_EQ(v, 0.0);
+}
+
+// Maps beyond 16384 cells a side or 2^26 cells are errors naming the file (a 1 x 2^26 grid passed the old cell cap
+// and ended in std::bad_alloc); a channel listed twice is an error, not counted twice
+TEST(VizMaps, MapsTooLargeToDrawAndRepeatedChannels) {
+  const std::vector<int32_t> one = {0, 0, 0, 5};
+  EXPECT_THROW(occupancy_map(Tensor::from_host(one.data(), {1, 4}, DType::Int32), {1, 1, 67108864}, "zyx", 0, "o"),
+               scn::Error);
+  try {
+    channel_norm_map(Tensor::empty({1, 1, 1, 20000}, DType::Float32), {}, 0, "wide.tensor");
+    ADD_FAILURE() << "no error";
+  } catch (const scn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wide.tensor: the map 1 x 20000 is too large to draw"), std::string::npos)
+        << e.what();
+  }
+  std::vector<float> v = {0, 1, 2, 3, 4, 5, 3, 3, 3, 3, 3, 3};
+  const Tensor t = Tensor::from_host(v.data(), {1, 2, 2, 3}, DType::Float32);
+  EXPECT_THROW(channel_norm_map(t, {0, 0}, 0, "t"), scn::Error);
+  EXPECT_NO_THROW(channel_norm_map(t, {1, 0}, 0, "t"));
+}
+
 TEST(VizMaps, ChannelNormAndDiff) {
   // [1, 2, 2, 3]: channel 0 = 0..5, channel 1 = 3 everywhere.
   std::vector<float> v = {0, 1, 2, 3, 4, 5, 3, 3, 3, 3, 3, 3};

@@ -32,18 +32,22 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
       ->check(grid_validator());
   CLI::Option* s = c->add_option("--synthetic", a.synthetic, "Use a synthetic frame of N voxels instead of files")
                        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
-  c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
+  CLI::Option* seed = c->add_option("--seed", a.seed, "Seed of the synthetic frames")->capture_default_str();
   std::vector<std::string> presets = synth::FrameOptions::preset_names();
   std::string vox_presets;
   for (const std::string& n : voxelizer_preset_names()) {
     presets.push_back(n);
     vox_presets += (vox_presets.empty() ? "" : ", ") + n;
   }
-  c->add_option("--preset", a.preset,
-                "Synthetic scene: nuscenes or kitti (default: by the model's input channels); with --points the "
-                "voxelizer preset: " +
-                    vox_presets + " (default nuscenes-centerpoint)")
-      ->check(CLI::IsMember(presets));
+  CLI::Option* preset =
+      c->add_option("--preset", a.preset,
+                    "Synthetic scene: nuscenes or kitti (default: by the model's input channels); with --points the "
+                    "voxelizer preset: " +
+                        vox_presets + " (default nuscenes-centerpoint)")
+          ->check(CLI::IsMember(presets));
+  // a frame from files has neither a seed nor a scene preset (given, they would be ignored)
+  seed->excludes(f);
+  preset->excludes(f);
   CLI::Option* pts =
       c->add_option("--points", a.points,
                     "Time raw points -> outputs: point files voxelized on the engine's backend and run (CUDA: the "
@@ -52,7 +56,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
           ->expected(1)
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
           ->check(CLI::ExistingFile);
-  add_voxel_options(c, a.vox, false);
+  add_voxel_options(c, a.vox, pts, false);
   c->add_option("--parallel-frames", a.parallel_frames,
                 "With several --points: frames the CUDA voxelizer works on at once, each in a workspace of its own "
                 "(0: all)")
@@ -144,7 +148,8 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   bs->excludes(b);
   bs->excludes(sw);
   bs->excludes(layers);
-  for (CLI::Option* o : {f, i, s, sw, bs, layers, b}) pts->excludes(o);
+  sw->excludes(layers);  // a sweep prints a row per count, no layer table
+  for (CLI::Option* o : {f, i, s, sw, bs, layers, b, seed}) pts->excludes(o);
   return c;
 }
 

@@ -24,7 +24,9 @@ CLI::App* add_calibrate(CLI::App& app, CalibrateArgs& a) {
       "calibrate", "Post-training INT8 calibration: write a copy of the model with INT8 ranges and precisions");
   c->add_option("model", a.model, "ONNX model (NVIDIA SCN schema)")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", a.output, "ONNX file to write (may not be the input model)")->required();
-  CLI::Option* fr = c->add_option("--frame", a.frames, "A calibration frame: FEATURES.tensor INDICES.tensor (repeat)");
+  // (each value an existing file: a pair given one file would take the next option as its second)
+  CLI::Option* fr = c->add_option("--frame", a.frames, "A calibration frame: FEATURES.tensor INDICES.tensor (repeat)")
+                        ->check(CLI::ExistingFile);
   c->add_option("--grid", a.grid,
                 "Grid in the model's index order (needed with --frame; synthetic default: the preset's grid)")
       ->check(grid_validator());
@@ -146,7 +148,9 @@ int run_calibrate(const CalibrateArgs& a) {
   SCN_CHECK(!a.frames.empty() || a.synthetic > 0,
             "give calibration frames: --frame FEATURES INDICES (with --grid) or --synthetic N --frames K");
   SCN_CHECK(a.frames.empty() || !a.grid.empty(), "--frame needs --grid");
-  SCN_CHECK(a.output != a.model, "--output must differ from the input model ", a.model);
+  check_output_file("--output", a.output);
+  SCN_CHECK(!same_file(a.output, a.model), "--output ", a.output, " is the input model ", a.model,
+            "; write the calibrated copy to another file");
   SCN_CHECK(a.min_cosine <= 0 || a.eval.size() == 2, "--min-cosine needs an evaluation frame: --eval FEATURES INDICES");
   SCN_CHECK(a.min_cosine <= 0 || (a.keep_fp16.empty() && a.keep_fp16_first == 0),
             "--min-cosine chooses the fp16 layers itself; drop --keep-fp16 / --keep-fp16-first");

@@ -28,12 +28,15 @@ CLI::App* add_run(CLI::App& app, RunArgs& a) {
       ->check(CLI::ExistingFile)
       ->excludes(f)
       ->excludes(i);
-  add_voxel_options(c, a.vox);
+  CLI::Option* pts = c->get_option("--points");
+  add_voxel_options(c, a.vox, pts);
   f->needs(i)->needs(g);
   i->needs(f);
-  c->callback([&a] {
+  c->callback([&a, c] {
     if (a.points.empty() && a.features.empty())
       throw CLI::RequiredError("--features, --indices and --grid, or --points");
+    if (a.points.size() > 1 && c->count("--batch-index") > 0)
+      throw CLI::ValidationError("--batch-index", "several --points are one batch: the b-th file gets batch index b");
   });
   c->add_option("--batch", a.batch, "Batch size (indices' column 0 lies in 0..B-1)")
       ->capture_default_str()

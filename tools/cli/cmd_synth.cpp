@@ -71,6 +71,12 @@ int run_synth(const SynthArgs& a) {
                                                    : std::array<int32_t, 3>{g[2], g[1], g[0]};
   }
   SCN_CHECK(a.batch_size == 1 || a.batch_index == 0, "--batch-index and --batch-size > 1 exclude each other");
+  // every output checked before the scan is generated; all are written, or none
+  if (!a.features.empty()) {
+    check_output_file("--features", a.features);
+    check_output_file("--indices", a.indices);
+  }
+  if (o.keep_points) check_output_file("--points", a.points);
 
   const int64_t t0 = now_ns();
   const synth::Frame f = a.batch_size > 1 ? synth::generate_batch(o, a.batch_size) : synth::generate_frame(o);
@@ -81,11 +87,10 @@ int run_synth(const SynthArgs& a) {
     files.add_tensor(a.features, synth::features_tensor(f));
     files.add_tensor(a.indices, synth::indices_tensor(f));
   }
+  if (o.keep_points)  // float32 rows of C values: the .bin layout write_points_bin writes
+    files.add_bytes(
+        a.points, std::string(reinterpret_cast<const char*>(f.raw_points.data()), f.raw_points.size() * sizeof(float)));
   files.commit();
-  if (o.keep_points) {
-    const int64_t n = int64_t(f.raw_points.size()) / o.channels;
-    write_points_bin(a.points, Tensor::from_host(f.raw_points.data(), {n, o.channels}, DType::Float32));
-  }
   if (a.quiet) return 0;
 
   // Per-axis coordinate ranges and feature ranges.

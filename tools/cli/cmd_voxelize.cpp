@@ -14,7 +14,7 @@ CLI::App* add_voxelize(CLI::App& app, VoxelizeArgs& a) {
   c->add_option("points", a.points, "Point file: .bin (float32), bin-f16 (NVIDIA), .tensor or .pcd")
       ->required()
       ->check(CLI::ExistingFile);
-  add_voxel_options(c, a.vox);
+  add_voxel_options(c, a.vox, nullptr);
   c->add_option("--features", a.features, "Output features .tensor [N, F]");
   c->add_option("--indices", a.indices, "Output indices .tensor int32 [N, 4]");
   c->add_option("--device", a.device, "Voxelizer backend")
@@ -30,8 +30,14 @@ CLI::App* add_voxelize(CLI::App& app, VoxelizeArgs& a) {
 }
 
 int run_voxelize(const VoxelizeArgs& a) {
-  SCN_CHECK(a.bench > 0 || (!a.features.empty() && !a.indices.empty()),
+  SCN_CHECK(a.features.empty() == a.indices.empty(), "--features and --indices go together (",
+            a.features.empty() ? "--indices " + a.indices : "--features " + a.features, " alone)");
+  SCN_CHECK(a.bench > 0 || !a.features.empty(),
             "give --features and --indices to write the voxels (or --bench N to time only)");
+  if (!a.features.empty()) {
+    check_output_file("--features", a.features);
+    check_output_file("--indices", a.indices);
+  }
   const VoxelizerConfig c = make_voxelizer_config(a.vox);
   const int64_t t_read = now_ns();
   const Tensor points = read_point_file(a.points, a.vox, c);

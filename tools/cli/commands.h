@@ -18,6 +18,11 @@ namespace scn::cli {
 /// CLI11 validators shared by the commands (a failure is a usage error: exit code 2).
 CLI::Validator grid_validator();
 CLI::Validator count_list_validator();
+/// Every numeric option of `app` and its subcommands, by the type CLI11 records: integers are read as decimal only
+/// and within their type (CLI11 2.1 reads "010" as octal, "0x10" as hex, saturates a 64-bit value beyond its range
+/// and wraps "-1" into an unsigned one); floating values must be finite (a NaN passes every CLI::Range and is the
+/// "not given" marker of `compare`'s bounds). Call once after every add_*.
+void strict_numbers(CLI::App& app);
 /// `--offset-groups N` (CudaOptions::offset_groups) for `run` and `bench`.
 void add_offset_groups_option(CLI::App* c, int& groups);
 /// `--site-order auto|bitmap|neighbour-rows` (CudaOptions::site_order) for `run`, `bench` and `inspect --memory`.

@@ -142,22 +142,24 @@ void OutputSet::add_tensor(std::string path, Tensor tensor) {
   items_.push_back(std::move(it));
 }
 
-void OutputSet::add_text(std::string path, std::string text) {
+void OutputSet::add_bytes(std::string path, std::string bytes) {
   Item it;
   it.path = std::move(path);
-  it.text = std::move(text);
-  it.is_text = true;
+  it.text = std::move(bytes);
+  it.is_bytes = true;
   items_.push_back(std::move(it));
 }
 
 std::vector<std::string> OutputSet::commit() {
   for (size_t i = 0; i < items_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      SCN_CHECK(items_[i].path != items_[j].path, items_[i].path, ": two outputs would be written to this file");
+      SCN_CHECK(!same_file(items_[i].path, items_[j].path), items_[i].path,
+                items_[i].path == items_[j].path ? "" : " (" + items_[j].path + ")",
+                ": two outputs would be written to this file");
   std::vector<std::string> written;
   try {
     for (const Item& it : items_) {
-      if (it.is_text)
+      if (it.is_bytes)
         write_text_file(it.path, it.text);
       else
         it.tensor.save(it.path);
@@ -185,6 +187,17 @@ void check_output_file(const std::string& option, const std::string& path) {
   std::error_code ec;
   SCN_CHECK(std::filesystem::is_directory(dir, ec), option, " ", path, ": the folder ", dir, " does not exist");
   SCN_CHECK(access(dir.c_str(), W_OK | X_OK) == 0, option, " ", path, ": the folder ", dir, " is not writable");
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
+  return ec ? fs::path(a).lexically_normal() == fs::path(b).lexically_normal() : ca == cb;
 }
 
 void write_text_file(const std::string& path, const std::string& text) { write_file_atomic(path, text); }

@@ -45,7 +45,9 @@ class Table {
 class OutputSet {
  public:
   void add_tensor(std::string path, Tensor tensor);
-  void add_text(std::string path, std::string text);
+  void add_text(std::string path, std::string text) { add_bytes(std::move(path), std::move(text)); }
+  /// Any bytes (a raw point file), written as they are.
+  void add_bytes(std::string path, std::string bytes);
   /// Writes everything; throws scn::Error (after removing what it wrote) on the first failure.
   std::vector<std::string> commit();
 
@@ -54,7 +56,7 @@ class OutputSet {
     std::string path;
     Tensor tensor;
     std::string text;
-    bool is_text = false;
+    bool is_bytes = false;
   };
   std::vector<Item> items_;
 };
@@ -62,6 +64,8 @@ class OutputSet {
 /// Checks before any work starts that `path` can be created: its folder exists, is a folder and is
 /// writable. Throws scn::Error naming `option` and the path.
 void check_output_file(const std::string& option, const std::string& path);
+/// True when both paths name one file: equivalent existing files (links included), else the same normalized path.
+bool same_file(const std::string& a, const std::string& b);
 /// Checks that `dir` exists, is a folder and is writable (scn::Error naming `option` and the path).
 void check_output_dir(const std::string& option, const std::string& dir);
 

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       {add_viz(app, viz), [&] { return run_viz(viz); }},
       {add_voxelize(app, voxelize), [&] { return run_voxelize(voxelize); }},
   };
+  strict_numbers(app);
 
   try {
     app.parse(argc, argv);

@@ -1,9 +1,12 @@
 #include "viz_maps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <set>
 
-#include "scn/half.h"
 #include "scn/error.h"
+#include "scn/half.h"
 
 namespace scn::cli {
 
@@ -33,6 +36,14 @@ Dense dense_geometry(const Tensor& t, const std::string& name) {
   return d;
 }
 
+// A map drawn one pixel or more per cell: at most kMaxSide cells along a side and kMaxCells in all (a
+// 1 x 67108864 grid once passed the cell cap and failed with a bare std::bad_alloc in the renderer).
+void check_drawable(int64_t height, int64_t width, const std::string& name) {
+  constexpr int64_t kMaxSide = 16384, kMaxCells = int64_t(1) << 26;
+  SCN_CHECK(height <= kMaxSide && width <= kMaxSide && height * width <= kMaxCells, name, ": the map ", height, " x ",
+            width, " is too large to draw (at most ", kMaxSide, " cells a side, ", kMaxCells, " in all)");
+}
+
 // Channel indices (of the flattened C or C * D) to sum over.
 std::vector<int64_t> selected(const Tensor& t, const Dense& d, const std::vector<int64_t>& channels,
                               const std::string& name) {
@@ -42,8 +53,10 @@ std::vector<int64_t> selected(const Tensor& t, const Dense& d, const std::vector
     return out;
   }
   const int64_t depth = t.ndim() == 5 ? t.dim(2) : 1;
+  std::set<int64_t> seen;
   for (int64_t c : channels) {
     SCN_CHECK(c >= 0 && c < t.dim(1), name, ": channel ", c, " does not exist (", t.dim(1), " channels)");
+    SCN_CHECK(seen.insert(c).second, name, ": channel ", c, " is listed twice (it would count twice in the norm)");
     for (int64_t k = 0; k < depth; ++k) out.push_back(c * depth + k);
   }
   return out;
@@ -54,6 +67,7 @@ Map2D norm_map(const Tensor& a, const Tensor* b, const std::vector<int64_t>& cha
   const Dense d = dense_geometry(a, name);
   SCN_CHECK(batch >= 0 && batch < d.n, name, ": batch index ", batch, " outside 0..", d.n - 1);
   const std::vector<int64_t> cs = selected(a, d, channels, name);
+  check_drawable(d.h, d.w, name);
   Map2D m;
   m.height = d.h;
   m.width = d.w;
@@ -83,18 +97,25 @@ Map2D occupancy_map(const Tensor& idx, const Int3& grid, const std::string& orde
   Map2D m;
   m.height = grid[1];
   m.width = zyx ? grid[2] : grid[0];
-  SCN_CHECK(m.height * m.width <= (int64_t(1) << 26), name, ": the BEV map ", m.height, " x ", m.width,
-            " is too large to draw");
+  check_drawable(m.height, m.width, name);
   m.values.assign(size_t(m.height * m.width), 0.0);
   const int32_t* p = idx.ptr<int32_t>();
+  int64_t drawn = 0;
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
   for (int64_t i = 0; i < idx.dim(0); ++i) {
     const int32_t* r = p + 4 * i;
     for (int d = 0; d < 3; ++d)
       SCN_CHECK(r[d + 1] >= 0 && r[d + 1] < grid[d], name, ": row ", i, " coordinate (", r[1], ", ", r[2], ", ", r[3],
                 ") lies outside the grid ", int3_string(grid), " (", order, ")");
+    lo = std::min(lo, r[0]);
+    hi = std::max(hi, r[0]);
     if (r[0] != batch) continue;
     m.values[size_t(int64_t(r[col_y]) * m.width + r[col_x])] += 1.0;
+    ++drawn;
   }
+  // an empty frame draws an empty map; rows of other samples only would draw one as if the frame were empty
+  SCN_CHECK(drawn > 0 || idx.dim(0) == 0, name, ": no row has batch index ", batch, " (the ", idx.dim(0),
+            " rows have batch indices ", lo, "..", hi, ")");
   return m;
 }
 

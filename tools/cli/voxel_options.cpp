@@ -38,7 +38,7 @@ std::vector<std::string> split_names(const std::string& text) {
 
 }  // namespace
 
-void add_voxel_options(CLI::App* c, VoxelOptions& o, bool with_preset) {
+void add_voxel_options(CLI::App* c, VoxelOptions& o, CLI::Option* points, bool with_preset) {
   std::string presets;
   for (const std::string& n : voxelizer_preset_names()) presets += (presets.empty() ? "" : ", ") + n;
   if (with_preset)
@@ -65,6 +65,12 @@ void add_voxel_options(CLI::App* c, VoxelOptions& o, bool with_preset) {
       ->check(CLI::Range(0, 64));
   c->add_option("--fields", o.fields,
                 "PCD fields to read, e.g. x,y,z,intensity (default: the first C of x,y,z,intensity,time)");
+  if (!points) return;
+  for (const char* name :
+       {"--range", "--voxel-size", "--max-points-per-voxel", "--max-voxels", "--order", "--reduction", "--dtype",
+        "--feature-columns", "--batch-index", "--format", "--columns", "--fields"})
+    c->get_option(name)->needs(points);
+  if (with_preset) c->get_option("--preset")->needs(points);
 }
 
 VoxelizerConfig make_voxelizer_config(const VoxelOptions& o) {

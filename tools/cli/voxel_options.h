@@ -25,8 +25,10 @@ struct VoxelOptions {
   std::string fields;           ///< PCD fields, comma-separated; "": x,y,z,intensity[,time]
 };
 
-/// Registers the options on a subcommand (`--preset` only when with_preset: scn bench has its own).
-void add_voxel_options(CLI::App* c, VoxelOptions& o, bool with_preset = true);
+/// Registers the options on a subcommand (`--preset` only when with_preset: scn bench has its own). `points`: the
+/// subcommand's --points option, which every voxelizer option then needs (given without it, an option would be
+/// ignored); nullptr where the points are always given (scn voxelize).
+void add_voxel_options(CLI::App* c, VoxelOptions& o, CLI::Option* points, bool with_preset = true);
 
 /// The preset with the overrides applied and validated.
 VoxelizerConfig make_voxelizer_config(const VoxelOptions& o);
