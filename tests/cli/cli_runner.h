@@ -30,6 +30,9 @@ inline std::string read_file(const std::string& path) {
 /// Single-quoted for /bin/sh (paths in tests hold no quote).
 inline std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
+/// True when `text` (a captured stdout / stderr) holds `part`.
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 /// Runs `exe args`; `tag` names the capture files (one pair per call).
 inline CliResult run_cli(const std::string& exe, const std::string& args, const std::string& tag) {
   static int counter = 0;

@@ -23,7 +23,7 @@ using scn::test::CliResult;
 
 std::string q(const std::string& s) { return scn::test::shell_quote(s); }
 CliResult scn_cli(const std::string& args) { return scn::test::run_cli(SCN_CLI_EXE, args, "papercut"); }
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using scn::test::has;
 
 class Papercuts : public ::testing::Test {
  protected:
