@@ -332,6 +332,61 @@ def test_unsupported_op_and_untraced_features():
         trace_spconv(init(Fresh()), feats, idx, GRID)
 
 
+def test_in_place_changes_the_graph_does_not_follow_are_refused():
+    """An unsupported op that changes traced features in place (item assignment, x.op_()) makes them invalid:
+    without that, features[mask] = 0 returned None and the graph kept the unmasked value (a silently wrong export)."""
+    class Masked(nn.Module):
+        def __init__(self, how):
+            super().__init__()
+            self.how = how
+            self.c0 = sp.SubMConv3d(4, 8, 3, indice_key="s")
+            self.c1 = sp.SubMConv3d(8, 8, 3, indice_key="s")
+
+        def forward(self, x):
+            y = self.c0(x)
+            if self.how == "mask":
+                y.features[y.features < 0] = 0
+            elif self.how == "slice":
+                y.features[:, 0] = 0
+            else:
+                y.features.clamp_(min=0)
+            return self.c1(y)
+
+    feats, idx = frame(3)
+    for how, why in (("mask", r"op 'lt'"), ("slice", r"op '__setitem__'"), ("clamp", r"op 'clamp_'")):
+        with pytest.raises(ExportError, match=why):
+            trace_spconv(init(Masked(how)), feats, idx, GRID)
+
+
+def test_sites_changed_outside_the_traced_ops_are_refused():
+    """A sparse tensor rebuilt from traced features on other indices (or another shape) reaches a conv or dense():
+    the graph only knows the recorded sites, so the export is refused, not written on the wrong sites."""
+    class Moved(nn.Module):
+        def __init__(self, what):
+            super().__init__()
+            self.what = what
+            self.c0 = sp.SubMConv3d(4, 4, 3, indice_key="s")
+            self.c1 = sp.SubMConv3d(4, 4, 3, indice_key="s")
+
+        def forward(self, x):
+            y = self.c0(x)
+            if self.what == "indices":
+                idx = y.indices.clone()
+                idx[:, 1:] = idx[:, 1:].flip(0)  # the same rows, moved to other sites
+                y = sp.SparseConvTensor(y.features, idx, y.spatial_shape, y.batch_size)
+            elif self.what == "shape":
+                y = sp.SparseConvTensor(y.features, y.indices, [s + 2 for s in y.spatial_shape], y.batch_size)
+            else:
+                return self.c1(y).dense() if self.what == "same" else None
+            return self.c1(y).dense()
+
+    feats, idx = frame(4)
+    for what in ("indices", "shape"):
+        with pytest.raises(ExportError, match=r"indices, spatial_shape or batch_size were changed outside"):
+            trace_spconv(init(Moved(what)), feats, idx, GRID)
+    trace_spconv(init(Moved("same")), feats, idx, GRID)  # a new tensor on the same sites exports
+
+
 def test_add_of_tensors_on_different_sites_is_refused():
     class M(nn.Module):
         def __init__(self):

@@ -93,6 +93,12 @@ _RESHAPE = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as", "re
 _INPLACE = {"__iadd__", "add_", "relu_", "detach_", "requires_grad_"}
 
 
+def _mutates_first_argument(name: str) -> bool:
+    """An op that changes its first argument in place: item assignment, augmented assignment, ``x.op_()``."""
+    return (name == "__setitem__" or (name.startswith("__i") and name.endswith("__"))
+            or (name.endswith("_") and not name.endswith("__")))
+
+
 @dataclass
 class _Value:
     kind: str  # "sparse" | "dense" | "invalid"
@@ -240,13 +246,22 @@ class _Tracer:
             return result
         bad = self.first_invalid(in_vids)
         if bad is not None:
+            self._invalidate_if_mutated(name, args, bad)
             return self._wrap_all(result, bad)
         try:
             out = self._function(name, func, args, kwargs, tracked, result)
         except _Unsupported as e:
             vid = self.invalid(f"{e}{self.where()}")
+            self._invalidate_if_mutated(name, args, vid)
             return self._wrap_all(result, vid)
         return out
+
+    @staticmethod
+    def _invalidate_if_mutated(name, args, vid):
+        """An in-place op the graph does not follow changed a traced tensor: what reads it later is invalid too
+        (``x.features[mask] = 0`` returns None, and the tensor kept its old value in the graph)."""
+        if _mutates_first_argument(name) and args and isinstance(args[0], TracedTensor):
+            args[0]._scn_value = vid
 
     def _wrap_all(self, result, vid):
         if isinstance(result, torch.Tensor):
@@ -372,12 +387,31 @@ class _Tracer:
             return "unsupported"
         return None  # a user module: transparent
 
+    def sparse_value(self, st) -> int:
+        """The value of a sparse tensor's traced features, or an invalid value when the tensor's sites are not the
+        ones the graph recorded for them: indices, spatial_shape or batch_size changed outside the traced ops (a
+        SparseConvTensor built anew from the features and other indices) would export on the recorded sites."""
+        vid = st.features._scn_value
+        v = self.values[vid]
+        if v.kind != "sparse":
+            return vid
+        with torch._C.DisableTorchFunction():
+            idx = st.indices
+            same = (tuple(int(s) for s in st.spatial_shape) == tuple(v.spatial_shape)
+                    and int(st.batch_size) == v.batch_size
+                    and (idx is v.sites or (v.sites is not None and idx.shape == v.sites.shape
+                                            and bool(torch.equal(idx, v.sites)))))
+        if same:
+            return vid
+        return self.invalid(f"a sparse tensor whose indices, spatial_shape or batch_size were changed outside the "
+                            f"traced ops{self.where()} (the graph follows sites through convs only)")
+
     def _unwrap_arg(self, x, found: List[Tuple[int, Any]]):
         if isinstance(x, TracedTensor) and hasattr(x, "_scn_value"):
             found.append((x._scn_value, x))
             return _plain(x)
         if _is_sparse_tensor(x) and isinstance(x.features, TracedTensor):
-            found.append((x.features._scn_value, x.features))
+            found.append((self.sparse_value(x), x.features))
             with self.suppress():
                 return x.replace_feature(_plain(x.features))
         if isinstance(x, (list, tuple)):
@@ -537,6 +571,8 @@ class _Tracer:
     # -- SparseConvTensor.dense ----------------------------------------------------------------------
     def dense(self, orig, st, channels_first: bool = True):
         vid = self.value_of(st.features)
+        if vid is not None:
+            vid = self.sparse_value(st)
         with self.suppress():
             plain = st.replace_feature(_plain(st.features))
             d = orig(plain, channels_first)
