@@ -1,6 +1,7 @@
 """Models, the zyx / xyz exports, and the exact ONNX schema of the exported files."""
 
 import math
+import re
 
 import numpy as np
 import onnx
@@ -315,3 +316,101 @@ def test_inverse_conv_export_and_reference(tmp_path):
     y3 = ref.sparse_inverse_conv3d(y2, w[2], b[2], key="down")
     want = ref.relu(ref.add(y3, y1)).dense().reshape(1, 64, 10, 12)
     torch.testing.assert_close(out, want, rtol=0, atol=0)
+
+
+def _two_conv_model():
+    """subm 3x3x3 (conv0) -> regular k3 s2 p1 (conv1), as written by to_onnx."""
+    from scn_tools.models import Conv, Graph, Node
+
+    nodes = [Node("conv", (0,), conv=Conv("subm", 4, 4, (3, 3, 3), padding=(1, 1, 1))),
+             Node("conv", (1,), conv=Conv("conv", 4, 8, (3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1)))]
+    rng = np.random.default_rng(0)
+    weights = [(rng.standard_normal((c.out_channels, 3, 3, 3, c.in_channels)).astype(np.float16),
+                rng.standard_normal(c.out_channels).astype(np.float16)) for c in (n.conv for n in nodes)]
+    return to_onnx(Graph("t", "zyx", (12, 16, 20), 1, 4, nodes, weights))
+
+
+def _set_ints(m, node, attr, values):
+    a = next(a for a in next(n for n in m.graph.node if n.name == node).attribute if a.name == attr)
+    a.ints[:] = values
+
+
+@pytest.mark.parametrize("node,attr,values,msg", [
+    ("conv0", "dilation", [0, 0, 0], r"attribute dilation \[0, 0, 0\] must be >= 1"),
+    ("conv0", "dilation", [1, -1, 1], r"attribute dilation \[1, -1, 1\] must be >= 1"),
+    ("conv1", "stride", [0, 2, 2], r"attribute stride \[0, 2, 2\] must be >= 1"),
+    ("conv1", "padding", [1, -1, 1], r"attribute padding \[1, -1, 1\] must be >= 0"),
+    ("conv1", "kernel_size", [0, 3, 3], r"attribute kernel_size \[0, 3, 3\] must be >= 1"),
+    ("conv0", "kernel_size", [1, 1, 1], r"weight shape \[4, 3, 3, 3, 4\] disagrees with attribute kernel_size"),
+    ("conv1", "kernel_size", [3, 3], r"attribute kernel_size must be 3 ints"),
+])
+def test_graph_from_onnx_refuses_conv_attributes_the_engine_refuses(tmp_path, node, attr, values, msg):
+    # the reference ran these (dilation 0: every offset on the centre; the weight's kernel over the
+    # attribute) or failed with a bare ZeroDivisionError (stride 0)
+    m = _two_conv_model()
+    _set_ints(m, node, attr, values)
+    path = tmp_path / "bad.onnx"
+    onnx.save_model(m, str(path))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: node {node}: {msg}"):
+        graph_from_onnx(str(path))
+    with pytest.raises(ValueError, match=rf"^node {node}: {msg}"):  # a ModelProto has no file name
+        graph_from_onnx(m)
+
+
+@pytest.mark.parametrize("drop,role", [("spconv1.weight", "weight"), ("spconv0.bias", "bias")])
+def test_graph_from_onnx_names_a_missing_initializer(tmp_path, drop, role):
+    m = _two_conv_model()
+    keep = [t for t in m.graph.initializer if t.name != drop]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(keep)
+    path = tmp_path / "noinit.onnx"
+    onnx.save_model(m, str(path))
+    node = "conv" + drop[len("spconv")]
+    msg = rf"^{re.escape(str(path))}: node {node}: {role} '{drop}' is not an initializer"
+    with pytest.raises(ValueError, match=msg):  # was a bare KeyError
+        graph_from_onnx(str(path))
+    with pytest.raises(ValueError, match=msg):  # a Path works as well as a str
+        graph_from_onnx(path)
+    g = graph_from_onnx(_two_conv_model())
+    assert [n.conv.kernel_size for n in g.nodes] == [(3, 3, 3), (3, 3, 3)]
+
+
+def test_make_reference_cli_batch_size_must_be_positive(tmp_path, capsys):
+    from scn_tools import make_reference, tensor_io
+
+    # an empty frame: with --batch-size 0 the files were written, then the summary divided by zero
+    tensor_io.save_tensor(tmp_path / "f.tensor", np.zeros((0, 5), np.float16))
+    tensor_io.save_tensor(tmp_path / "i.tensor", np.zeros((0, 4), np.int32))
+    args = ["--model", "centerpoint", "--order", "zyx", "--features", str(tmp_path / "f.tensor"),
+            "--indices", str(tmp_path / "i.tensor"), "--grid", "41x16x16", "--onnx", str(tmp_path / "m.onnx"),
+            "--output", str(tmp_path / "r.tensor"), "--quiet"]
+    for bad in ("0", "-2", "1.5"):
+        with pytest.raises(SystemExit) as e:
+            make_reference.main(args + ["--batch-size", bad])
+        assert e.value.code == 2
+        assert f"argument --batch-size: must be a positive integer, got '{bad}'" in capsys.readouterr().err
+        assert not (tmp_path / "m.onnx").exists() and not (tmp_path / "r.tensor").exists()
+    assert make_reference.main(args + ["--batch-size", "2"]) == 0
+    assert tensor_io.load_tensor(tmp_path / "r.tensor").shape == (2, 256, 2, 2)
+
+
+def test_make_reference_cli_unreadable_inputs_are_usage_errors(tmp_path, capsys):
+    from scn_tools import make_reference, tensor_io
+
+    tensor_io.save_tensor(tmp_path / "f.tensor", np.zeros((1, 5), np.float16))
+    tensor_io.save_tensor(tmp_path / "i.tensor", np.zeros((1, 4), np.int32))
+    (tmp_path / "bad.tensor").write_bytes(b"\x01\x11")
+
+    def run(features, indices):
+        with pytest.raises(SystemExit) as e:
+            make_reference.main(["--model", "centerpoint", "--order", "zyx", "--features", str(features),
+                                 "--indices", str(indices), "--grid", "41x16x16", "--onnx", str(tmp_path / "m.onnx"),
+                                 "--output", str(tmp_path / "r.tensor")])
+        assert e.value.code == 2
+        return capsys.readouterr().err
+
+    err = run(tmp_path / "missing.tensor", tmp_path / "i.tensor")
+    assert "make_reference: error: --features: " in err and "missing.tensor" in err and "Traceback" not in err
+    err = run(tmp_path / "f.tensor", tmp_path / "bad.tensor")
+    assert f"make_reference: error: --indices: {tmp_path / 'bad.tensor'}: 2 bytes, shorter than" in err
+    assert not (tmp_path / "m.onnx").exists()

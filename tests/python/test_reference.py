@@ -224,3 +224,49 @@ def test_dense_ops():
     s = ref.add(x, x.replace_feature(x.features * 2))
     torch.testing.assert_close(s.features, x.features * 3)
     torch.testing.assert_close(ref.relu(s).features, torch.relu(s.features))
+
+
+@pytest.mark.parametrize("dil", [0, -1, (1, 0, 1)])
+def test_subm_dilation_below_one_is_refused(dil):
+    # dilation 0 would put every kernel offset on the centre: each site summed with itself K times
+    x = make_input(5, 1, (5, 6, 7), cin=2)
+    w, b = rand_weight(0, 3, (3, 3, 3), 2)
+    with pytest.raises(ValueError, match="dilation must be >= 1"):
+        ref.build_subm_map(x.indices, x.spatial_shape, (3, 3, 3), dil)
+    with pytest.raises(ValueError, match="dilation must be >= 1"):
+        ref.subm_conv3d(x, w, b, dilation=dil)
+
+
+@pytest.mark.parametrize("k,st,p,d", [(3, 0, 1, 1), (3, (2, 0, 2), 1, 1), (3, 2, -1, 1), (3, 1, 1, 0), (0, 1, 0, 1)])
+def test_conv_parameters_outside_the_engines_limits_are_refused(k, st, p, d):
+    # stride 0 divided by zero in the output shape; the others computed an output
+    with pytest.raises(ValueError, match=r"must be >= 1, padding >= 0"):
+        ref.conv_output_shape((5, 6, 7), k, st, p, d)
+    x = make_input(6, 1, (5, 6, 7), cin=2)
+    with pytest.raises(ValueError, match=r"must be >= 1, padding >= 0"):
+        ref.build_conv_map(x.indices, x.spatial_shape, k, st, p, d)
+
+
+def test_indices_are_not_converted_silently():
+    f = torch.zeros(2, 1, dtype=DT)
+    ok = torch.tensor([[0, 1, 2, 3], [0, 3, 2, 1]])
+    t = ref.SparseTensor(f, ok, (4, 4, 4), 1)  # int64 within int32: converted
+    assert t.indices.dtype == torch.int32 and t.indices.tolist() == ok.tolist()
+    wide = ok.clone()
+    wide[0, 3] = 2 ** 32 + 3  # would wrap to 3, a valid site
+    with pytest.raises(ValueError, match=r"indices \(torch.int64\) range \[0, 4294967299\] does not fit int32"):
+        ref.SparseTensor(f, wide, (4, 4, 4), 1)
+    with pytest.raises(ValueError, match="indices must be an integer tensor"):
+        ref.SparseTensor(f, ok.to(torch.float32) + 0.7, (4, 4, 4), 1)  # 1.7 would truncate to 1
+    with pytest.raises(ValueError, match="indices must be an integer tensor"):
+        ref.SparseTensor(f, ok.to(torch.float64), (4, 4, 4), 1)
+    with pytest.raises(ValueError, match="indices must be an integer tensor"):
+        ref.SparseTensor(f, ok > 1, (4, 4, 4), 1)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (4, 4, 4, 4), 4, (4, 4.5, 4), (4, 0, 4)])
+def test_spatial_shape_must_be_three_positive_ints(shape):
+    f = torch.zeros(1, 1, dtype=DT)
+    idx = torch.tensor([[0, 1, 1, 1]], dtype=torch.int32)
+    with pytest.raises(ValueError, match="spatial_shape must be 3 positive sizes"):
+        ref.SparseTensor(f, idx, shape, 1)

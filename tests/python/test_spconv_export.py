@@ -547,3 +547,41 @@ def test_graph_reorder_keeps_sparse_outputs_and_scatter_values():
     out = G.run_graph_outputs(g2, feats, np.ascontiguousarray(idx[:, [0, 3, 2, 1]]))[0]
     f, i = tr.torch_outputs[0]
     assert_same(out, (f, i[:, [0, 3, 2, 1]]))
+
+
+def test_conv_modules_take_spconvs_parameters_only():
+    class Activation:  # stands in for cumm's tv.gemm.Activation (spconv's act_type)
+        def __init__(self, name):
+            self.name = name
+
+    # a misspelt keyword was swallowed (the conv then had no key)
+    with pytest.raises(TypeError, match="indice_kye"):
+        sp.SubMConv3d(1, 1, 3, indice_kye="a")
+    with pytest.raises(TypeError, match="dilation"):
+        sp.SparseInverseConv3d(1, 1, 3, "a", dilation=2)  # as spconv's: no dilation
+    with pytest.raises(TypeError, match="record_voxel_count"):
+        sp.SubMConv3d(1, 1, 3, record_voxel_count=True)  # SparseConv3d's only
+    # a fused activation was dropped: the forward ran without it
+    for kw in ({"act_type": Activation("ReLU")}, {"act_type": "ReLU"}, {"act_alpha": 0.1}, {"act_beta": 1.0}):
+        with pytest.raises(ValueError, match="fused activation"):
+            sp.SparseConvolution(3, 1, 1, 3, **kw)
+    with pytest.raises(ValueError, match="record_voxel_count"):
+        sp.SparseConv3d(1, 1, 3, record_voxel_count=True)
+    # spconv 2.x's keywords; those about how spconv computes (algo, fp32_accum, ...) change no value
+    c = sp.SubMConv3d(2, 3, 3, indice_key="a", algo="MaskImplicitGemm", fp32_accum=True,
+                      large_kernel_fast_algo=True, name="c0")
+    assert (c.indice_key, c.name, c.act_type) == ("a", "c0", None)
+    sp.SparseConv3d(2, 3, 3, 2, record_voxel_count=False, name="d")
+    sp.SparseInverseConv3d(3, 2, 3, "a", fp32_accum=False)
+    sp.SparseConvolution(3, 2, 3, 3, act_type=Activation("None_"))
+    assert sp.SparseConvolution(3, 2, 3, 3, dtype=torch.float64).weight.dtype == torch.float64
+
+
+def test_sparse_conv_tensor_needs_three_spatial_sizes():
+    f = torch.zeros(1, 1, dtype=torch.float64)
+    idx = torch.tensor([[0, 1, 1, 1]], dtype=torch.int32)
+    with pytest.raises(ValueError, match=r"spatial_shape must be 3 positive sizes \(s0, s1, s2\), got \[4, 4\]"):
+        sp.SparseConvTensor(f, idx, [4, 4], 1)  # was an IndexError
+    with pytest.raises(ValueError, match=r"indices .* does not fit int32"):
+        sp.SparseConvTensor(f, idx.long() + 2 ** 32, [4, 4, 4], 1)
+    assert sp.SparseConvTensor(f, idx, [4, 4, 4], 1).spatial_shape == (4, 4, 4)

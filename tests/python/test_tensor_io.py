@@ -10,7 +10,7 @@ from scn_tools import tensor_io as tio
 
 @pytest.mark.parametrize("dtype,code", [("float32", 3), ("float16", 2), ("int32", 1), ("int64", 4),
                                         ("uint64", 5), ("uint32", 6), ("int8", 7), ("uint8", 8)])
-@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 4, 5), (0, 4), ()])
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 4), (2, 3, 4, 5), (0, 4)])
 def test_round_trip(tmp_path, dtype, code, shape):
     rng = np.random.default_rng(1)
     a = (rng.standard_normal(shape) * 100).astype(dtype)
@@ -51,6 +51,7 @@ def _header(magic=0x33FF1101, ndim=2, code=3, dims=(2, 3)):
     (_header(magic=0x12345678) + bytes(24), "bad magic"),
     (_header(code=9) + bytes(24), "unknown dtype code"),
     (_header(ndim=-1, dims=()), "ndim"),
+    (_header(ndim=0, dims=()) + bytes(4), "ndim 0 outside"),  # the engine reads ndim >= 1 only
     (_header(ndim=3, dims=(2, 3)), "truncated header"),
     (_header(dims=(2, -3)) + bytes(24), "negative dimension"),
     (_header() + bytes(23), "truncated data"),
@@ -65,3 +66,27 @@ def test_malformed(buf, msg):
 def test_unsupported_dtype_rejected(tmp_path, dtype):
     with pytest.raises(tio.TensorFormatError, match="no .tensor code"):
         tio.save_tensor(tmp_path / "x.tensor", np.zeros(3, dtype=dtype))
+
+
+def test_scalar_is_not_written(tmp_path):
+    # the engine's Tensor::load refuses ndim 0, so a file it cannot read is not written
+    p = tmp_path / "s.tensor"
+    with pytest.raises(tio.TensorFormatError, match=r"s\.tensor: a 0-d array"):
+        tio.save_tensor(p, np.float32(1.5))
+    assert not p.exists()
+    tio.save_tensor(p, np.array([1.5], np.float32))
+    assert tio.load_tensor(p).shape == (1,)
+
+
+def test_huge_shapes_report_the_file_and_the_true_size(tmp_path):
+    # [65536]*4 has 2^64 elements: an int64 product wraps to 0 and the empty payload looked right
+    p = tmp_path / "wrap.tensor"
+    p.write_bytes(_header(ndim=4, code=8, dims=(65536,) * 4))
+    with pytest.raises(tio.TensorFormatError, match=rf"wrap\.tensor: truncated data: .* needs {2 ** 64} bytes"):
+        tio.load_tensor(p)
+    big = (2 ** 31 - 1) ** 3 * 4  # float32 [2^31-1]*3: beyond int64 bytes
+    with pytest.raises(tio.TensorFormatError, match=f"needs {big} bytes, file has 0"):
+        tio.decode_tensor(_header(ndim=3, dims=(2 ** 31 - 1,) * 3), name="big.tensor")
+    # no elements, but a shape numpy cannot index: a format error naming the file, not numpy's
+    with pytest.raises(tio.TensorFormatError, match=r"empty\.tensor: shape .* cannot be represented"):
+        tio.decode_tensor(_header(ndim=5, dims=(0,) + (2 ** 31 - 1,) * 4), name="empty.tensor")

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
@@ -152,13 +153,54 @@ def _fp16_array(t: TensorProto) -> np.ndarray:
     return onnx.numpy_helper.to_array(t).astype(np.float16)
 
 
-def graph_from_onnx(model: Union[str, onnx.ModelProto], grid=None, batch_size: Optional[int] = None) -> Graph:
+def _conv_params(a: dict, w: np.ndarray, where: str):
+    """Kernel / stride / padding / dilation of a SparseConvolution, checked as the engine's parser checks
+    them: the reference would otherwise compute something for a file the engine rejects (dilation 0 puts
+    every offset on the centre; the weight's kernel silently wins over ``kernel_size``)."""
+    out = []
+    for attr, lo in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
+        v = a[attr]
+        v = tuple(v) if isinstance(v, (list, tuple)) else (v,)
+        if len(v) != 3 or not all(isinstance(x, int) for x in v):
+            raise ValueError(f"{where}: attribute {attr} must be 3 ints, got {a[attr]!r}")
+        if any(x < lo for x in v):
+            raise ValueError(f"{where}: attribute {attr} {list(v)} must be >= {lo}")
+        out.append(v)
+    k = out[0]
+    if w.ndim != 5 or tuple(w.shape[1:4]) != k:
+        raise ValueError(f"{where}: weight shape {list(w.shape)} disagrees with attribute kernel_size {list(k)} "
+                         f"(weights are [Cout, k0, k1, k2, Cin])")
+    if w.shape[0] < 1 or w.shape[4] < 1:
+        raise ValueError(f"{where}: weight shape {list(w.shape)} is empty")
+    if a["subm"]:
+        if any(x % 2 == 0 for x in k):
+            raise ValueError(f"{where}: submanifold conv needs an odd kernel_size, got {list(k)}")
+        if out[1] != (1, 1, 1):
+            raise ValueError(f"{where}: submanifold conv needs stride 1, got {list(out[1])}")
+        if a.get("inverse", 0):
+            raise ValueError(f"{where}: subm=1 and inverse=1 together are not a valid conv")
+    return out
+
+
+def graph_from_onnx(model: Union[str, "os.PathLike[str]", onnx.ModelProto], grid=None,
+                    batch_size: Optional[int] = None) -> Graph:
     """Read an SCN ONNX file back into a :class:`Graph` (the reference can then run it).
 
     The grid defaults to the first conv's ``input_spatial_shape`` and the batch size to the first
     ScatterDense ``output_shape[0]`` (1 if there is none). Raises ValueError on anything outside the
-    subset this package writes (transposed / grouped convs, unknown ops, missing attributes)."""
-    m = onnx.load(model) if isinstance(model, str) else model
+    subset this package writes (transposed / grouped convs, unknown ops, missing attributes or
+    initializers) and on conv parameters the engine rejects (kernel / stride / dilation < 1, padding < 0,
+    ``kernel_size`` other than the weight's); read from a file, the message starts with its path."""
+    if isinstance(model, onnx.ModelProto):
+        return _graph_from_onnx(model, grid, batch_size)
+    path = os.fspath(model)
+    try:
+        return _graph_from_onnx(onnx.load(path), grid, batch_size)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def _graph_from_onnx(m: onnx.ModelProto, grid, batch_size: Optional[int]) -> Graph:
     g = m.graph
     if len(g.input) != 1:
         raise ValueError(f"expected one graph input, got {[i.name for i in g.input]}")
@@ -183,12 +225,19 @@ def graph_from_onnx(model: Union[str, onnx.ModelProto], grid=None, batch_size: O
                     raise ValueError(f"node {n.name}: missing attribute {req!r}")
             if a.get("transposed", 0) != 0 or a.get("groups", 1) != 1:
                 raise ValueError(f"node {n.name}: transposed / grouped convolutions are not supported")
+            if len(n.input) < 2:
+                raise ValueError(f"node {n.name}: SparseConvolution without a weight input")
+            for role, t in zip(("weight", "bias"), n.input[1:3]):
+                if t not in inits:
+                    raise ValueError(f"node {n.name}: {role} {t!r} is not an initializer of the graph")
             w = _fp16_array(inits[n.input[1]])
             b = _fp16_array(inits[n.input[2]]) if len(n.input) > 2 else np.zeros(w.shape[0], np.float16)
+            k, st, pad, dil = _conv_params(a, w, f"node {n.name}")
+            if b.shape != (w.shape[0],):
+                raise ValueError(f"node {n.name}: bias shape {list(b.shape)} must be [{w.shape[0]}]")
             kind = "subm" if a["subm"] else ("inverse" if a.get("inverse", 0) else "conv")
-            conv = Conv(kind, int(w.shape[4]), int(w.shape[0]), tuple(a["kernel_size"]), tuple(a["stride"]),
-                        tuple(a["padding"]), tuple(a["dilation"]), a.get("rulebook") or None, a["activation"],
-                        name=n.name)
+            conv = Conv(kind, int(w.shape[4]), int(w.shape[0]), k, st, pad, dil,  # type: ignore[arg-type]
+                        a.get("rulebook") or None, a["activation"], name=n.name)
             if first_grid is None:
                 first_grid = tuple(a.get("input_spatial_shape", ())) or None
             nodes.append(Node("conv", ins, conv=conv))

@@ -43,6 +43,16 @@ def _parse_grid(text: str):
     return grid
 
 
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
 def _parse_scale(text: str):
     if text == "nuscenes":
         return models.NUSCENES_INPUT_SCALE
@@ -65,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--onnx", required=True, help="ONNX file to write")
     p.add_argument("--output", required=True, help="reference dense output .tensor to write")
     p.add_argument("--dtype", default="float32", choices=("float32", "float16"), help="output dtype")
-    p.add_argument("--batch-size", type=int, default=None, help="default: max batch index + 1")
+    p.add_argument("--batch-size", type=_positive_int, default=None, help="default: max batch index + 1")
     p.add_argument("--input-scale", type=_parse_scale, default=models.NUSCENES_INPUT_SCALE,
                    help="per-input-channel normalisation folded into conv0: 'nuscenes' (default), 'none', "
                         "or a comma list of Cin positive values")
@@ -76,10 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    feats = tensor_io.load_tensor(args.features)
-    idx = tensor_io.load_tensor(args.indices)
+    loaded = []
+    for opt, path in (("--features", args.features), ("--indices", args.indices)):
+        try:
+            loaded.append(tensor_io.load_tensor(path))
+        except (OSError, tensor_io.TensorFormatError) as e:  # the messages name the file
+            parser.error(f"{opt}: {e}")
+    feats, idx = loaded
     if feats.ndim != 2 or feats.dtype not in (np.float16, np.float32):
         raise SystemExit(f"error: features must be [N, C] float16/float32, got {feats.shape} {feats.dtype}")
     if idx.ndim != 2 or idx.shape[1] != 4 or idx.dtype != np.int32:

@@ -30,6 +30,7 @@ Everything is computed in float64: kernel maps with int64 linear keys + ``torch.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -49,10 +50,19 @@ def _int3(v, name: str) -> Int3:
     return t  # type: ignore[return-value]
 
 
+def _check_params(k: Int3, st: Int3, p: Int3, d: Int3) -> None:
+    """The engine's limits: kernel / stride / dilation >= 1, padding >= 0. Outside them the formulas still
+    compute something (dilation 0 puts every kernel offset on the centre) or divide by zero (stride 0)."""
+    if any(x < 1 for x in k + st + d) or any(x < 0 for x in p):
+        raise ValueError(f"invalid conv parameters kernel_size={k} stride={st} padding={p} dilation={d} "
+                         f"(kernel_size, stride, dilation must be >= 1, padding >= 0)")
+
+
 def conv_output_shape(shape: Sequence[int], kernel_size, stride, padding, dilation) -> Int3:
     """Spatial output shape of a regular sparse conv (same formula as a dense Conv3d)."""
     k, s, p, d = (_int3(x, n) for x, n in ((kernel_size, "kernel_size"), (stride, "stride"),
                                            (padding, "padding"), (dilation, "dilation")))
+    _check_params(k, s, p, d)
     out = tuple((shape[a] + 2 * p[a] - d[a] * (k[a] - 1) - 1) // s[a] + 1 for a in range(3))
     if any(o <= 0 for o in out):
         raise ValueError(f"conv of spatial shape {tuple(shape)} with k={k} s={s} p={p} d={d} "
@@ -144,6 +154,7 @@ def build_subm_map(indices: torch.Tensor, shape: Sequence[int], kernel_size, dil
     """Kernel map of a submanifold conv: ``out[o] += W[r] x[o + (r - K//2)*dil]`` for active neighbours."""
     k = _int3(kernel_size, "kernel_size")
     d = _int3(dilation, "dilation")
+    _check_params(k, (1, 1, 1), (0, 0, 0), d)
     if any(x % 2 == 0 for x in k):
         raise ValueError(f"submanifold conv needs an odd kernel, got {k}")
     shape = tuple(int(x) for x in shape)
@@ -174,8 +185,7 @@ def build_conv_map(indices: torch.Tensor, shape: Sequence[int], kernel_size, str
     """Kernel map of a regular (strided) sparse conv; output sites sorted by linear key."""
     k, st, p, d = (_int3(x, n) for x, n in ((kernel_size, "kernel_size"), (stride, "stride"),
                                             (padding, "padding"), (dilation, "dilation")))
-    if any(x <= 0 for x in k + st + d) or any(x < 0 for x in p):
-        raise ValueError(f"invalid conv parameters k={k} s={st} p={p} d={d}")
+    _check_params(k, st, p, d)
     shape = tuple(int(x) for x in shape)
     out_shape = conv_output_shape(shape, k, st, p, d)
     _check_unique(indices, shape)
@@ -202,6 +212,30 @@ def build_conv_map(indices: torch.Tensor, shape: Sequence[int], kernel_size, str
     return KernelMap(False, k, st, p, d, shape, out_shape, indices, out_indices, pin, pout, poff, counts)
 
 
+def _spatial_shape(spatial_shape) -> Int3:
+    try:
+        shape = tuple(operator.index(x) for x in spatial_shape)  # ints only: 4.5 is not a size
+    except TypeError:
+        shape = ()
+    if len(shape) != 3 or any(x < 1 for x in shape):
+        raise ValueError(f"spatial_shape must be 3 positive sizes (s0, s1, s2), got {spatial_shape!r}")
+    return shape  # type: ignore[return-value]
+
+
+def _int32_indices(indices: torch.Tensor) -> torch.Tensor:
+    """``indices`` as int32, refusing what a cast would change: a float 1.7 truncates to 1 and an int64
+    2**32 + 1 wraps to 1, both landing on another site."""
+    if indices.dtype == torch.int32:
+        return indices
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == torch.bool:
+        raise ValueError(f"sparse tensor indices must be an integer tensor (int32), got {indices.dtype}")
+    if indices.numel():
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < -2 ** 31 or hi >= 2 ** 31:
+            raise ValueError(f"sparse tensor indices ({indices.dtype}) range [{lo}, {hi}] does not fit int32")
+    return indices.to(torch.int32)
+
+
 class SparseTensor:
     """Sparse tensor: features ``[N, C]``, indices int32 ``[N, 4]`` (b, i0, i1, i2), spatial shape, batch size.
 
@@ -217,8 +251,8 @@ class SparseTensor:
         if features.shape[0] != indices.shape[0]:
             raise ValueError(f"features have {features.shape[0]} rows, indices {indices.shape[0]}")
         self.features = features
-        self.indices = indices.to(torch.int32)
-        self.spatial_shape: Int3 = tuple(int(x) for x in spatial_shape)  # type: ignore[assignment]
+        self.indices = _int32_indices(indices)
+        self.spatial_shape: Int3 = _spatial_shape(spatial_shape)
         self.batch_size = int(batch_size)
         self.indice_dict: Dict[str, KernelMap] = {} if indice_dict is None else indice_dict
         #: the kernel map of the conv that produced this tensor (None for other tensors); for statistics
@@ -287,6 +321,7 @@ def subm_conv3d(x: SparseTensor, weight: torch.Tensor, bias: Optional[torch.Tens
     """SubMConv3d. ``weight [Cout, k0, k1, k2, Cin]``; output sites = input sites (same order)."""
     k = tuple(int(s) for s in weight.shape[1:4])
     d = _int3(dilation, "dilation")
+    _check_params(k, (1, 1, 1), (0, 0, 0), d)  # type: ignore[arg-type]
     _check_weight(x, weight, bias, k)  # type: ignore[arg-type]
     km = x.indice_dict.get(key) if key is not None else None
     if km is not None:
@@ -310,6 +345,7 @@ def sparse_conv3d(x: SparseTensor, weight: torch.Tensor, bias: Optional[torch.Te
     """SparseConv3d (regular, possibly strided). Output sites sorted by linear key (b, i0, i1, i2)."""
     k = tuple(int(s) for s in weight.shape[1:4])
     st, p, d = _int3(stride, "stride"), _int3(padding, "padding"), _int3(dilation, "dilation")
+    _check_params(k, st, p, d)  # type: ignore[arg-type]
     _check_weight(x, weight, bias, k)  # type: ignore[arg-type]
     km = x.indice_dict.get(key) if key is not None else None
     if km is not None:

@@ -81,13 +81,27 @@ def is_spconv_module(module: nn.Module) -> bool:
     return isinstance(module, SparseModule)
 
 
+def _is_no_activation(act_type) -> bool:
+    """spconv's ``act_type`` default (``tv.gemm.Activation.None_``; None here, where cumm may be absent)."""
+    return act_type is None or getattr(act_type, "name", None) == "None_"
+
+
 class SparseConvolution(SparseModule):
-    """spconv's SparseConvolution (3-D only, groups 1, no transposed conv)."""
+    """spconv's SparseConvolution (3-D only, groups 1, no transposed conv).
+
+    The parameters are spconv 2.x's, by the same names; an unknown keyword is a TypeError, as in spconv.
+    ``algo``, ``fp32_accum`` and ``large_kernel_fast_algo`` choose how spconv computes the same sums (the
+    reference sums in float64 whatever they say); ``name`` is stored. The fused activation (``act_type``,
+    ``act_alpha``, ``act_beta``) and ``record_voxel_count`` are not implemented and are accepted at their
+    defaults only: anything else would be computed without it."""
 
     def __init__(self, ndim: int, in_channels: int, out_channels: int, kernel_size: IntOr3 = 3,
                  stride: IntOr3 = 1, padding: IntOr3 = 0, dilation: IntOr3 = 1, groups: int = 1,
                  bias: bool = True, subm: bool = False, output_padding: IntOr3 = 0, transposed: bool = False,
-                 inverse: bool = False, indice_key: Optional[str] = None, algo=None, **unused):
+                 inverse: bool = False, indice_key: Optional[str] = None, algo=None,
+                 fp32_accum: Optional[bool] = None, record_voxel_count: bool = False, act_type=None,
+                 act_alpha: float = 0, act_beta: float = 0, large_kernel_fast_algo: bool = False, name=None,
+                 device=None, dtype=None):
         super().__init__()
         if ndim != 3:
             raise ValueError(f"only 3-D sparse convolutions, got ndim={ndim}")
@@ -95,6 +109,11 @@ class SparseConvolution(SparseModule):
             raise ValueError("groups != 1 is not supported (nor by spconv)")
         if transposed:
             raise ValueError("transposed sparse convolutions are not supported (use SparseInverseConv3d)")
+        if not _is_no_activation(act_type) or act_alpha != 0 or act_beta != 0:
+            raise ValueError(f"fused activation act_type={act_type!r} (act_alpha={act_alpha}, act_beta={act_beta}) "
+                             f"is not supported: use a separate nn.ReLU (the exporter fuses it)")
+        if record_voxel_count:
+            raise ValueError("record_voxel_count=True is not supported")
         self.ndim = ndim
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -108,12 +127,21 @@ class SparseConvolution(SparseModule):
         self.transposed = transposed
         self.inverse = inverse
         self.indice_key = indice_key
+        self.algo = algo
+        self.fp32_accum = fp32_accum
+        self.large_kernel_fast_algo = large_kernel_fast_algo
+        self.record_voxel_count = record_voxel_count
+        self.act_type = act_type
+        self.act_alpha = act_alpha
+        self.act_beta = act_beta
+        self.name = name
         kv = math.prod(self.kernel_size)
         self.conv1x1 = kv == 1 and (subm or math.prod(self.stride) == 1) and not inverse
         if self.conv1x1 and not subm and any(self.padding):
             raise ValueError("padding must be zero for a 1x1 conv (k=1, s=1)")
-        self.weight = nn.Parameter(torch.empty(out_channels, *self.kernel_size, in_channels))
-        self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
+        factory = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty(out_channels, *self.kernel_size, in_channels, **factory))
+        self.bias = nn.Parameter(torch.empty(out_channels, **factory)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -148,27 +176,36 @@ class SparseConvolution(SparseModule):
         return SparseConvTensor._from(y)
 
 
+# The subclasses take exactly the parameters of spconv 2.x's (record_voxel_count: SparseConv3d only).
+
 class SubMConv3d(SparseConvolution):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOr3, stride: IntOr3 = 1,
                  padding: IntOr3 = 0, dilation: IntOr3 = 1, groups: int = 1, bias: bool = True,
-                 indice_key: Optional[str] = None, algo=None, **kw):
+                 indice_key: Optional[str] = None, algo=None, fp32_accum: Optional[bool] = None,
+                 large_kernel_fast_algo: bool = False, name=None):
         super().__init__(3, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         subm=True, indice_key=indice_key, algo=algo, **kw)
+                         subm=True, indice_key=indice_key, algo=algo, fp32_accum=fp32_accum,
+                         large_kernel_fast_algo=large_kernel_fast_algo, name=name)
 
 
 class SparseConv3d(SparseConvolution):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOr3, stride: IntOr3 = 1,
                  padding: IntOr3 = 0, dilation: IntOr3 = 1, groups: int = 1, bias: bool = True,
-                 indice_key: Optional[str] = None, algo=None, **kw):
+                 indice_key: Optional[str] = None, algo=None, fp32_accum: Optional[bool] = None,
+                 record_voxel_count: bool = False, large_kernel_fast_algo: bool = False, name=None):
         super().__init__(3, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         indice_key=indice_key, algo=algo, **kw)
+                         indice_key=indice_key, algo=algo, fp32_accum=fp32_accum,
+                         record_voxel_count=record_voxel_count, large_kernel_fast_algo=large_kernel_fast_algo,
+                         name=name)
 
 
 class SparseInverseConv3d(SparseConvolution):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOr3, indice_key: Optional[str],
-                 bias: bool = True, algo=None, **kw):
+                 bias: bool = True, algo=None, fp32_accum: Optional[bool] = None,
+                 large_kernel_fast_algo: bool = False, name=None):
         super().__init__(3, in_channels, out_channels, kernel_size, bias=bias, inverse=True,
-                         indice_key=indice_key, algo=algo, **kw)
+                         indice_key=indice_key, algo=algo, fp32_accum=fp32_accum,
+                         large_kernel_fast_algo=large_kernel_fast_algo, name=name)
 
 
 class SparseSequential(SparseModule):

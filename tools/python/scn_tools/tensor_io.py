@@ -8,13 +8,15 @@ Layout (all little endian)::
     int32 dims[ndim]
     raw data, C order, prod(dims) * itemsize bytes
 
-Both directions are strict: a bad magic, an unknown dtype code, a negative dimension, a short file or
-trailing bytes raise :class:`TensorFormatError`; writing an array of an unsupported dtype raises too
-(nothing is converted silently).
+Both directions are strict: a bad magic, an unknown dtype code, ndim outside [1, 16], a negative
+dimension, a short file or trailing bytes raise :class:`TensorFormatError`; writing an array of an
+unsupported dtype or a 0-d array raises too (nothing is converted silently). The engine's reader
+(``Tensor::load``) needs ``ndim >= 1``, so a scalar is neither written nor read.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from typing import Union
@@ -62,8 +64,8 @@ def decode_tensor(buf: bytes, name: str = "<buffer>") -> np.ndarray:
     magic, ndim, code = struct.unpack_from("<iii", buf, 0)
     if magic != MAGIC:
         raise TensorFormatError(f"{name}: bad magic 0x{magic & 0xFFFFFFFF:08x}, expected 0x{MAGIC:08x}")
-    if not 0 <= ndim <= MAX_NDIM:
-        raise TensorFormatError(f"{name}: ndim {ndim} outside [0, {MAX_NDIM}]")
+    if not 1 <= ndim <= MAX_NDIM:
+        raise TensorFormatError(f"{name}: ndim {ndim} outside [1, {MAX_NDIM}]")
     if code not in CODE_TO_DTYPE:
         raise TensorFormatError(f"{name}: unknown dtype code {code}")
     header = 12 + 4 * ndim
@@ -73,14 +75,18 @@ def decode_tensor(buf: bytes, name: str = "<buffer>") -> np.ndarray:
     if any(d < 0 for d in dims):
         raise TensorFormatError(f"{name}: negative dimension in {list(dims)}")
     dtype = CODE_TO_DTYPE[code]
-    count = int(np.prod(dims, dtype=np.int64)) if ndim else 1
+    # Python ints: an int64 product wraps (dims [65536]*4 give 0 elements and pass the size check)
+    count = math.prod(dims)
     nbytes = count * dtype.itemsize
     have = len(buf) - header
     if have != nbytes:
         kind = "truncated data" if have < nbytes else "trailing bytes"
         raise TensorFormatError(f"{name}: {kind}: shape {list(dims)} {dtype} needs {nbytes} bytes, "
                                 f"file has {have}")
-    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=header).reshape(dims)
+    try:
+        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=header).reshape(dims)
+    except ValueError as e:  # e.g. an empty shape whose other dims multiply beyond what numpy indexes
+        raise TensorFormatError(f"{name}: shape {list(dims)} {dtype} cannot be represented: {e}") from None
     return arr.astype(dtype.newbyteorder("="), copy=True)
 
 
@@ -88,6 +94,9 @@ def encode_tensor(array) -> bytes:
     """Encode a numpy array (any byte order, any strides) as the bytes of a ``.tensor`` file."""
     arr = np.asarray(array)
     code = dtype_code(arr.dtype)
+    if arr.ndim == 0:
+        raise TensorFormatError("a 0-d array (scalar) cannot be written: the engine reads ndim >= 1 only; "
+                                "reshape it to [1]")
     if arr.ndim > MAX_NDIM:
         raise TensorFormatError(f"ndim {arr.ndim} exceeds {MAX_NDIM}")
     if any(d > 0x7FFFFFFF for d in arr.shape):
@@ -108,6 +117,9 @@ def save_tensor(path: PathLike, array) -> None:
     """Write a numpy array (or anything np.asarray accepts, e.g. a CPU torch tensor) as ``.tensor``."""
     if hasattr(array, "detach"):  # torch tensor
         array = array.detach().cpu().numpy()
-    data = encode_tensor(array)
+    try:
+        data = encode_tensor(array)
+    except TensorFormatError as e:
+        raise TensorFormatError(f"{os.fspath(path)}: {e}") from None
     with open(path, "wb") as f:
         f.write(data)

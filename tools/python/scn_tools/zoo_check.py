@@ -8,8 +8,9 @@ against its reference with ``scn compare`` (sparse outputs matched by site).
     # CUDA, fp16 (on the GPU machine)
     ... --device cuda --precision fp16 --min-cosine 0.99999
 
-Exit status 0 when every bound holds for every output of every selected model, 1 otherwise (2: usage).
-Prints one line per output with the numbers ``scn compare`` measured.
+Exit status 0 when every bound holds for every output of every selected model, 1 otherwise (a model
+the manifest lists without outputs fails: nothing of it was checked), 2 on a usage error (a selection of
+no model included). Prints one line per output with the numbers ``scn compare`` measured.
 """
 
 from __future__ import annotations
@@ -54,10 +55,17 @@ def main(argv=None) -> int:
             print(f"zoo_check: {missing} not in {root / 'manifest.json'} (has {sorted(known)})", file=sys.stderr)
             return 2
         models = [m for m in models if m["name"] in want]
+    if not models:  # else "0 models ... 0 failed" and exit 0: a check of nothing that looks passed
+        p.error(f"--models {args.models!r} selects no model" if args.models != "all"
+                else f"{root / 'manifest.json'} lists no model")
     work = Path(args.work) if args.work else root / f"run-{args.device}-{args.precision}"
 
     failures, passed = [], 0
     for m in models:
+        if not m.get("outputs"):
+            print(f"FAIL {m['name']}: {root / 'manifest.json'} lists no outputs for it, nothing to compare")
+            failures.append(f"{m['name']} (no outputs)")
+            continue
         out_dir = work / m["name"]
         out_dir.mkdir(parents=True, exist_ok=True)
         for f in out_dir.glob("*.tensor"):

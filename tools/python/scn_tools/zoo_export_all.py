@@ -77,6 +77,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     names = list(zoo.ZOO) if args.models == "all" else [n.strip() for n in args.models.split(",") if n.strip()]
+    if not names:  # else an empty manifest that zoo_check would pass
+        p.error(f"--models {args.models!r} selects no model")
     unknown = [n for n in names if n not in zoo.ZOO]
     if unknown:
         raise SystemExit(f"error: unknown zoo models {unknown}; known: {', '.join(zoo.ZOO)}")
