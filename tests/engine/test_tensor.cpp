@@ -88,6 +88,44 @@ TEST(Tensor, SaveLeavesNoPartialFileOnFailure) {
   EXPECT_FALSE(f.good());
 }
 
+// Shapes and dtypes are checked wherever a tensor is made, wrapped or reshaped (a wrapped {-1, 4} reached set_input
+// and ended in std::length_error; reshaped({-3, -2}) of a [4] was accepted and saved a file load() refuses); dim(i)
+// beyond the rank is an scn::Error, not std::out_of_range.
+TEST(Tensor, ShapesDtypesAndDimsAreChecked) {
+  using scn::Device;
+  using scn::DType;
+  using scn::Tensor;
+  float data[4] = {1, 2, 3, 4};
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const scn::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto has = [](const std::string& m, const std::string& part) { return m.find(part) != std::string::npos; };
+  EXPECT_TRUE(has(message([&] {
+                    Tensor::wrap(data, {-1, 4}, DType::Float32, Device::Host);
+                  }),
+                  "Tensor::wrap: negative"));
+  EXPECT_TRUE(has(message([&] {
+                    Tensor::wrap(data, {int64_t(1) << 62, 4}, DType::Float32, Device::Host);
+                  }),
+                  "is too large"));
+  EXPECT_TRUE(has(message([&] {
+                    Tensor::wrap_shared(data, {2, -2}, DType::Float32, Device::Host, nullptr);
+                  }),
+                  "negative tensor dimension -2"));
+  EXPECT_TRUE(has(message([&] { Tensor::empty({3}, DType(42)); }), "dtype 42 is not a DType"));
+  const Tensor t = Tensor::from_host(data, {4}, DType::Float32);
+  EXPECT_TRUE(has(message([&] { t.reshaped({-2, -2}); }), "Tensor::reshaped: negative"));
+  EXPECT_TRUE(has(message([&] { t.reshaped({(int64_t(1) << 62) + 1, 4}); }), "is too large"));
+  EXPECT_EQ(t.reshaped({2, 2}).dim(1), 2);
+  EXPECT_TRUE(has(message([&] { t.dim(1); }), "Tensor::dim(1) of a tensor of shape [4] (1 dimensions)"));
+  EXPECT_TRUE(has(message([&] { t.dim(-1); }), "Tensor::dim(-1)"));
+}
+
 TEST(Half, RoundTripAndRounding) {
   for (uint32_t h = 0; h < 0x7c00; ++h) EXPECT_EQ(scn::float_to_half(scn::half_to_float(uint16_t(h))), h);
   EXPECT_EQ(scn::float_to_half(65504.f), 0x7bff);

@@ -3,9 +3,31 @@
 
 #include <vector>
 
+#include "engine/centerpoint_graph.h"
+#include "engine/test_helpers.h"
+#include "scn/error.h"
 #include "scn/timing.h"
 
 namespace {
+
+// Zero runs once returned no timings (a median of 0) from time_forward and the voxelizers' time_run
+TEST(TimingStats, TimingCallsNeedARunAndNoNegativeWarmup) {
+  EXPECT_NO_THROW(scn::check_timing_counts("x", 0, 1));
+  for (auto [warmup, runs] : {std::pair<int, int>{0, 0}, {-1, 5}, {2, -3}}) {
+    try {
+      scn::check_timing_counts("model.onnx: time_forward", warmup, runs);
+      ADD_FAILURE() << "no error for " << warmup << ", " << runs;
+    } catch (const scn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.onnx: time_forward: warmup = " + std::to_string(warmup) +
+                                           ", runs = " + std::to_string(runs)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  const scn::EngineBuilder b = scn::test::centerpoint_builder({41, 64, 64});
+  auto e = b.build(scn::test::cpu_build_options(scn::Precision::Fp32));
+  EXPECT_THROW(e->time_forward(0, 0), scn::Error);  // before any input: the count is checked first
+}
 
 TEST(TimingStats, EvenCountAveragesTheMiddlePair) {
   const scn::TimingStats s = scn::summarize_timings({4, 1, 3, 2});

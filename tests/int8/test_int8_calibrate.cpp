@@ -96,6 +96,47 @@ std::string search_error(Calibrator& cal, const std::vector<CalibrationFrame>& f
   return "";
 }
 
+// What the calibrator's API once let through: a value id out of range (a crash), ranges and attributes from no frame
+// (every range 1.0), an empty frame counted as one, and options outside their range (absmax used instead)
+TEST(Int8Calibration, BadCallsAreErrorsNamingWhat) {
+  const std::string src = test::write_model(sane_small_centerpoint(), "calib_bad.onnx");
+  const EngineBuilder b = parse_onnx(src);
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto has = [](const std::string& m, const std::string& part) { return m.find(part) != std::string::npos; };
+  EXPECT_TRUE(has(message([&] { Calibrator(b, 3, 2); }), "bins = 3 is not in [16, 2^20]"));
+  Calibrator cal(b, 512, 2);
+  EXPECT_TRUE(has(message([&] { cal.attributes({}); }), "no calibration frame was added"));
+  EXPECT_TRUE(has(message([&] { cal.range(0, {}); }), "no calibration frame was added"));
+  const Tensor none_f = Tensor::empty({0, 5}, DType::Float16), none_i = Tensor::empty({0, 4}, DType::Int32);
+  EXPECT_TRUE(has(message([&] { cal.add_frame({none_f, none_i, {9, 8, 8}, 1, {}}); }), "needs voxels"));
+  EXPECT_EQ(cal.frames(), 0);
+  const test::SparseInput in = test::random_input(150, 5, {9, 8, 8}, 1, 7);
+  cal.add_frame({in.features, in.indices, in.grid, 1, {}});
+  const int values = int(cal.graph().values.size());
+  EXPECT_TRUE(has(message([&] { cal.range(100000000, {}); }), "value 100000000 does not exist"));
+  EXPECT_TRUE(has(message([&] { cal.range(-1, {}); }), "value -1 does not exist"));
+  EXPECT_GT(cal.range(values - 1, {}), 0.f);
+  for (double p : {0.0, -5.0, 150.0, std::nan("")}) {
+    CalibrationOptions o;
+    o.method = CalibrationMethod::Percentile;
+    o.percentile = p;
+    EXPECT_TRUE(has(message([&] { cal.attributes(o); }), "CalibrationOptions.percentile")) << p;
+  }
+  CalibrationOptions o;
+  o.method = CalibrationMethod(42);
+  EXPECT_TRUE(has(message([&] { cal.attributes(o); }), "CalibrationOptions.method = 42"));
+  o = {};
+  o.keep_fp16_first = -1;
+  EXPECT_TRUE(has(message([&] { cal.attributes(o); }), "keep_fp16_first = -1"));
+}
+
 // Calibrates the small CenterPoint of the ONNX tests on random frames through the library API.
 TEST(Int8Calibration, AttributesBuildAnInt8Engine) {
   const std::string src = test::write_model(sane_small_centerpoint(), "calib_src.onnx");

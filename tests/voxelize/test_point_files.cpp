@@ -224,6 +224,37 @@ TEST(PointFiles, PcdAsciiValuesIgnoreTheLocale) {
   EXPECT_EQ(f[10], 1.17549435e-38f);
 }
 
+// Binary data too: an F8 value beyond float32 is an error (it became an infinity and the point was dropped as
+// non-finite), a NaN in the file stays a NaN; a field read by name that FIELDS lists twice is an error (the last one
+// was read), while repeated padding names ("_") not read are fine.
+TEST(PointFiles, PcdBinaryValuesOutOfRangeAndRepeatedFields) {
+  PointFileOptions o;
+  o.fields = {"x", "y", "z", "intensity"};
+  const std::string head =
+      "FIELDS x y z intensity _ _\nSIZE 8 4 4 4 1 1\nTYPE F F F F U U\nWIDTH 2\nHEIGHT 1\n"
+      "POINTS 2\nDATA binary\n";
+  auto record = [](double x, float y, float z, float i) {
+    std::string r(22, '\0');
+    std::memcpy(&r[0], &x, 8);
+    std::memcpy(&r[8], &y, 4);
+    std::memcpy(&r[12], &z, 4);
+    std::memcpy(&r[16], &i, 4);
+    return r;
+  };
+  const std::string good = write("f8.pcd", head + record(1.5, 2, 3, 4) + record(std::nan(""), 5, 6, 7));
+  const Tensor t = read_points(good, o);
+  ASSERT_EQ(t.shape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(t.ptr<float>()[0], 1.5f);
+  EXPECT_TRUE(std::isnan(t.ptr<float>()[4]));
+  const std::string big = write("f8big.pcd", head + record(1.5, 2, 3, 4) + record(1e300, 5, 6, 7));
+  expect_error([&] { read_points(big, o); }, {big, "point 1", "field 'x'", "beyond the float32 range"});
+  const std::string twice = write("twice.pcd",
+                                  "FIELDS x y z x\nSIZE 4 4 4 4\nTYPE F F F F\nWIDTH 1\nHEIGHT 1\n"
+                                  "DATA ascii\n1 2 3 4\n");
+  o.fields = {"x", "y", "z"};
+  expect_error([&] { read_points(twice, o); }, {twice, "field 'x' appears more than once"});
+}
+
 // A value float32 cannot hold is an error naming it, not an infinity; malformed signs are not numbers.
 TEST(PointFiles, PcdAsciiValuesOutOfRange) {
   PointFileOptions o;

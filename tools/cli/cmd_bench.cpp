@@ -207,8 +207,14 @@ std::vector<double> timed_forwards(Engine& engine, int warmup, int runs, const s
     const int w = std::min(chunk, std::max(0, warmup - done));
     const int r = std::min(chunk - w, runs - int(ms.size()));
     const int64_t t0 = now_ns();
-    const std::vector<double> part = engine.time_forward(w, r);
-    ms.insert(ms.end(), part.begin(), part.end());
+    if (r > 0) {
+      const std::vector<double> part = engine.time_forward(w, r);
+      ms.insert(ms.end(), part.begin(), part.end());
+    } else {  // a chunk of warm-up only (time_forward times at least one run)
+      for (int k = 0; k < w; ++k) engine.forward();
+      engine.synchronize();
+      engine.check_errors();
+    }
     done += w + r;
     const double per_forward_ms = ms_since(t0) / double(std::max(1, w + r));
     chunk = std::max(1, std::min(1 << 20, int(250.0 / std::max(per_forward_ms, 1e-3))));

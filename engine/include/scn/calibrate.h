@@ -96,13 +96,14 @@ struct CalibrationFrame {
 /// outputs), from a float32 CPU engine of the model.
 class Calibrator {
  public:
-  /// Builds the float32 CPU engine of `model` (one graph input). num_threads 0: all cores.
+  /// Builds the float32 CPU engine of `model` (one graph input). bins: histogram bins per value group, 16 .. 2^20.
+  /// num_threads 0: all cores.
   explicit Calibrator(const EngineBuilder& model, int bins = 4096, int num_threads = 0);
   ~Calibrator();
   Calibrator(const Calibrator&) = delete;
   Calibrator& operator=(const Calibrator&) = delete;
 
-  /// Runs the float32 engine on the frame and adds its activations to the statistics.
+  /// Runs the float32 engine on the frame (one with voxels) and adds its activations to the statistics.
   void add_frame(const CalibrationFrame& frame);
   int64_t frames() const;
   const Graph& graph() const;

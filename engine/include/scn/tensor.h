@@ -53,7 +53,8 @@ class Tensor {
   void save(const std::string& path) const;
 
   const std::vector<int64_t>& shape() const { return shape_; }
-  int64_t dim(int i) const { return shape_.at(static_cast<size_t>(i)); }
+  /// Dimension i, 0 <= i < ndim() (else an scn::Error).
+  int64_t dim(int i) const;
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const;
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace scn {
@@ -15,5 +16,9 @@ struct TimingStats {
 /// Median (the mean of the two middle values for an even count), 99th percentile (nearest rank), mean, min, max
 /// and population standard deviation of `values`; every field is 0 when there are none.
 TimingStats summarize_timings(std::vector<double> values);
+
+/// The counts every timing call takes: warmup >= 0 and runs >= 1, else an scn::Error "<where>: warmup = W, runs =
+/// R ..." (zero runs once returned no timings, which summarize to a median of 0).
+void check_timing_counts(const std::string& where, int warmup, int runs);
 
 }  // namespace scn

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "scn/timing.h"
+
 namespace scn {
 
 const std::string& Engine::input_name(int i) const {
@@ -33,6 +35,7 @@ void Engine::set_input_device_count(int index, const Tensor&, const Tensor&, con
 }
 
 std::vector<double> Engine::time_forward(int warmup, int runs) {
+  check_timing_counts(graph_->source + ": time_forward", warmup, runs);
   for (int i = 0; i < warmup; ++i) forward();
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {

@@ -93,17 +93,34 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// What every tensor holds, made (empty), wrapped or reshaped: a known dtype, no negative dimension, and element
+/// and byte counts within int64 (a wrapped {-1, 4} once reached set_input and ended in std::length_error).
+void check_shape(const std::vector<int64_t>& shape, DType dtype, const char* what) {
+  SCN_CHECK(dtype_size(dtype) != 0, what, ": dtype ", int(dtype), " is not a DType");
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    SCN_CHECK(d >= 0, what, ": negative tensor dimension ", d, " in shape ", shape_text(shape));
+    SCN_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= std::numeric_limits<int64_t>::max() / 8, what,
+              ": tensor shape ", shape_text(shape), " is too large");
+  }
+}
+
+}  // namespace
+
 Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device) {
+  check_shape(shape, dtype, "Tensor::empty");
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.device_ = device;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    SCN_CHECK(d >= 0, "negative tensor dimension ", d);
-    SCN_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= std::numeric_limits<int64_t>::max() / 8, "tensor shape ",
-              t.shape_string(), " is too large");
-  }
   t.data_ = allocate(t.bytes(), device, t.owner_);
   return t;
 }
@@ -115,6 +132,7 @@ Tensor Tensor::from_host(const void* data, const std::vector<int64_t>& shape, DT
 }
 
 Tensor Tensor::wrap(void* data, const std::vector<int64_t>& shape, DType dtype, Device device) {
+  check_shape(shape, dtype, "Tensor::wrap");
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
@@ -205,6 +223,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::reshaped(const std::vector<int64_t>& shape) const {
+  check_shape(shape, dtype_, "Tensor::reshaped");
   Tensor t = *this;
   t.shape_ = shape;
   SCN_CHECK(t.numel() == numel(), "cannot reshape ", shape_string(), " to ", t.shape_string());
@@ -226,10 +245,12 @@ Tensor Tensor::to_dtype(DType dtype) const {
   return t;
 }
 
-std::string Tensor::shape_string() const {
-  std::string s = "[";
-  for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
-  return s + "]";
+std::string Tensor::shape_string() const { return shape_text(shape_); }
+
+int64_t Tensor::dim(int i) const {
+  SCN_CHECK(i >= 0 && i < ndim(), "Tensor::dim(", i, ") of a tensor of shape ", shape_string(), " (", ndim(),
+            " dimensions)");
+  return shape_[size_t(i)];
 }
 
 }  // namespace scn

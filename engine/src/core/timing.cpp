@@ -4,7 +4,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "scn/error.h"
+
 namespace scn {
+
+void check_timing_counts(const std::string& where, int warmup, int runs) {
+  SCN_CHECK(warmup >= 0 && runs >= 1, where, ": warmup = ", warmup, ", runs = ", runs, " (warmup >= 0, runs >= 1)");
+}
 
 TimingStats summarize_timings(std::vector<double> v) {
   TimingStats s;

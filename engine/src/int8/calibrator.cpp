@@ -28,6 +28,7 @@ Calibrator::Calibrator(const EngineBuilder& model, int bins, int num_threads)
   const Graph& g = model.graph();
   SCN_CHECK(g.inputs.size() == 1, g.source, ": the model has ", g.inputs.size(),
             " inputs; calibration binds exactly one");
+  SCN_CHECK(bins >= 16 && bins <= (1 << 20), g.source, ": Calibrator: bins = ", bins, " is not in [16, 2^20]");
   BuildOptions fp32;
   fp32.backend = Backend::Cpu;
   fp32.precision = Precision::Fp32;
@@ -53,6 +54,9 @@ int Calibrator::num_threads() const { return s_->threads; }
 void Calibrator::add_frame(const CalibrationFrame& f) {
   State& s = *s_;
   const Graph& g = s.model.graph();
+  // an empty frame observes nothing, yet would count as calibrated
+  SCN_CHECK(f.features.defined() && f.features.ndim() >= 1 && f.features.dim(0) > 0, g.source,
+            ": a calibration frame needs voxels (", f.labels.features, " has none)");
   cpu::set_value_observer(*s.fp32, [&](const cpu::ObservedValue& v) {
     if (!v.coords || !s.numeric_reader[size_t(v.value)]) return;
     SCN_CHECK(!v.int8, "calibration observes a float engine, not an int8 one");
@@ -70,7 +74,28 @@ void Calibrator::add_frame(const CalibrationFrame& f) {
   ++s.frames;
 }
 
+namespace {
+
+/// The options a calibration reads, each field checked (an unknown method or a percentile outside (0, 100] once fell
+/// back to absmax without a word).
+void check_options(const Graph& g, const CalibrationOptions& o) {
+  SCN_CHECK(o.method == CalibrationMethod::Absmax || o.method == CalibrationMethod::Percentile ||
+                o.method == CalibrationMethod::Mse,
+            g.source, ": CalibrationOptions.method = ", int(o.method), " is not a CalibrationMethod");
+  SCN_CHECK(o.percentile > 0.0 && o.percentile <= 100.0, g.source, ": CalibrationOptions.percentile = ", o.percentile,
+            " is not in (0, 100]");
+  SCN_CHECK(o.keep_fp16_first >= 0, g.source, ": CalibrationOptions.keep_fp16_first = ", o.keep_fp16_first,
+            " is negative");
+}
+
+}  // namespace
+
 float Calibrator::range(int value, const CalibrationOptions& o) const {
+  const Graph& g = s_->model.graph();
+  SCN_CHECK(value >= 0 && size_t(value) < g.values.size(), g.source, ": Calibrator::range: value ", value,
+            " does not exist (", g.values.size(), " values)");
+  SCN_CHECK(s_->frames > 0, g.source, ": Calibrator::range: no calibration frame was added (add_frame)");
+  check_options(g, o);
   const AbsHistogram& h = s_->hist[size_t(s_->group[size_t(value)])];
   double r = 0.0;
   switch (o.method) {
@@ -93,6 +118,9 @@ float Calibrator::range(int value, const CalibrationOptions& o) const {
 std::map<std::string, QuantAttrs> Calibrator::attributes(const CalibrationOptions& o,
                                                          std::vector<CalibrationRow>* rows) const {
   const Graph& g = s_->model.graph();
+  // no frame: every range would be the 1.0 of a value never observed
+  SCN_CHECK(s_->frames > 0, g.source, ": Calibrator::attributes: no calibration frame was added (add_frame)");
+  check_options(g, o);
   const std::vector<int>& group_ = s_->group;
   const std::vector<AbsHistogram>& hist_ = s_->hist;
   auto check_names = [&](const std::set<std::string>& names, const char* option) {

@@ -36,8 +36,7 @@ std::map<std::string, double> node_times(Engine& e, int repeats, const char* wha
 
 double time_int8_plan(Calibrator& cal, const std::map<std::string, QuantAttrs>& attributes,
                       const CalibrationFrame& frame, const BuildOptions& device, int warmup, int runs) {
-  SCN_CHECK(runs >= 1 && warmup >= 0, cal.graph().source, ": time_int8_plan needs runs >= 1 and warmup >= 0, got ",
-            runs, " and ", warmup);
+  check_timing_counts(cal.graph().source + ": time_int8_plan", warmup, runs);
   BuildOptions o = device;
   o.precision = Precision::Int8;
   std::unique_ptr<Engine> e = with_int8_attributes(cal.model(), attributes).build(o);

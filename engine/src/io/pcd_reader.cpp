@@ -204,7 +204,11 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
   for (const std::string& name : want) {
     const Field* found = nullptr;
     for (const Field& f : fields)
-      if (f.name == name) found = &f;
+      if (f.name == name) {
+        // (PCL repeats padding names such as "_"; a field read by name must be one)
+        SCN_CHECK(!found, path, ": PCD field '", name, "' appears more than once in FIELDS");
+        found = &f;
+      }
     if (!found) {
       std::string have;
       for (const Field& f : fields) have += (have.empty() ? "" : " ") + f.name;
@@ -235,9 +239,14 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
   if (data == "binary") {
     const char* base = bytes.data() + pos;
     for (int64_t i = 0; i < points; ++i)
-      for (int c = 0; c < C; ++c)
-        out[size_t(i) * size_t(C) + size_t(c)] =
-            float(binary_value(*sel[size_t(c)], base + size_t(i) * record + sel[size_t(c)]->offset));
+      for (int c = 0; c < C; ++c) {
+        const Field& f = *sel[size_t(c)];
+        const double v = binary_value(f, base + size_t(i) * record + f.offset);
+        // an F8 value beyond float32 would become an infinity (a NaN or infinity in the file stays what it is)
+        SCN_CHECK(!std::isfinite(v) || std::fabs(v) <= double(FLT_MAX), path, ": PCD point ", i, ": ", v, " (field '",
+                  f.name, "') is beyond the float32 range");
+        out[size_t(i) * size_t(C) + size_t(c)] = float(v);
+      }
   } else {
     int64_t i = 0;
     while (pos < bytes.size()) {

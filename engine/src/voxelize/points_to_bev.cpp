@@ -6,6 +6,7 @@
 #include <string>
 
 #include "scn/error.h"
+#include "scn/timing.h"
 #include "voxelize/voxelize_internal.h"
 
 namespace scn {
@@ -73,8 +74,7 @@ PointsToBevTiming time_points_to_bev(Engine& engine, Voxelizer& vox, const std::
   SCN_CHECK(!frames.empty(), engine.graph().source,
             ": time_points_to_bev got no frames (one frame, or a batch of up "
             "to max_batch)");
-  SCN_CHECK(warmup >= 0 && runs >= 1, engine.graph().source, ": time_points_to_bev: warmup = ", warmup,
-            ", runs = ", runs, " (warmup >= 0, runs >= 1)");
+  check_timing_counts(engine.graph().source + ": time_points_to_bev", warmup, runs);
 #ifdef SCN_WITH_CUDA
   if (vox.backend() == Backend::Cuda) return vox::time_points_graphs(engine, vox, frames, grid, warmup, runs, input);
 #endif

@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_mem.h"
 #include "backends/cuda/stream_timing.h"
 #include "scn/error.h"
+#include "scn/timing.h"
 #include "voxelize/voxelize_internal.h"
 #include "voxelize/voxelize_kernels.cuh"
 
@@ -176,6 +177,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_FAIL(overflow_message(frame_config(config_, b), d.overflow_found, frame_points_[size_t(b)]));
   }
   std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
+    check_timing_counts("voxelizer '" + config_.name + "': time_run", warmup, runs);
     SCN_CUDA_CHECK(cudaSetDevice(device_));
     const Tensor dev = points.to(Device::Cuda);  // time the voxelizer, not the upload
     std::vector<double> ms;

@@ -4,6 +4,7 @@
 
 #include "scn/engine.h"
 #include "scn/error.h"
+#include "scn/timing.h"
 #include "voxelize/voxelize_internal.h"
 
 namespace scn {
@@ -45,6 +46,7 @@ class CpuVoxelizer final : public Voxelizer {
   VoxelizeStats stats() override { return done().stats; }
   void check_errors() override {}
   std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
+    check_timing_counts("voxelizer '" + config_.name + "': time_run", warmup, runs);
     for (int i = 0; i < warmup; ++i) run(points, nullptr);
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {

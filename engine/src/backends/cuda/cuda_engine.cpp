@@ -16,6 +16,7 @@
 #include "core/options.h"
 #include "plan/arena_layout.h"
 #include "plan/capacities.h"
+#include "scn/timing.h"
 
 namespace scn {
 
@@ -382,6 +383,7 @@ void CudaEngine::check_errors() {
 }
 
 std::vector<double> CudaEngine::time_forward(int warmup, int runs) {
+  check_timing_counts(g().source + ": time_forward", warmup, runs);
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (int i = 0; i < warmup; ++i) forward(own_stream_);
   check_errors();
