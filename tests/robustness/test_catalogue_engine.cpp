@@ -9,6 +9,7 @@
 #include <string>
 
 #include "robustness/catalogue_util.h"
+#include "scn/voxelize.h"
 
 namespace scn::test {
 namespace {
@@ -70,6 +71,32 @@ TEST(Catalogue, E06_NonFiniteWeightsThroughTheApi) {
   c.weight.ptr<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c); }), "api: node 'c' (SparseConvolution)",
              "weight value [3] is nan", "finite");
+}
+
+TEST(Catalogue, E07_EnumValuesOutOfRange) {
+  EngineBuilder b("api");
+  const ValueId x = b.push_input("0", 2);
+  ConvAttrs c;
+  c.kernel_size = {1, 1, 1};
+  c.weight = Tensor::empty({2, 1, 1, 1, 2}, DType::Float32);
+  for (int i = 0; i < 4; ++i) c.weight.ptr<float>()[i] = 0.5f;
+  c.activation = Activation(42);
+  EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c); }), "api: node 'c' (SparseConvolution)",
+             "activation = 42 is not an Activation");
+  c.activation = Activation::ReLU;
+  QuantAttrs q;
+  q.precision = Precision::Fp32;
+  EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c, q); }), "precision = 0 is not a node precision");
+  q = {};
+  q.output_precision = Precision(7);
+  EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c, q); }), "output_precision = 7 is not a node precision");
+  EXPECT_NO_THROW(b.push_sparse_conv("c", x, c));
+  VoxelizerConfig v = voxelizer_preset("nuscenes-centerpoint");
+  v.order = VoxelOrder(7);
+  EXPECT_HAS(error_of([&] { validate(v); }), "voxelizer config 'nuscenes-centerpoint': order = 7 is not a VoxelOrder");
+  v.order = VoxelOrder::Zyx;
+  v.reduction = VoxelReduction(7);
+  EXPECT_HAS(error_of([&] { Voxelizer::create(v, Backend::Cpu, 100); }), "reduction = 7 is not a VoxelReduction");
 }
 
 // ---- the catalogue and docs/errors.md list the same cases ----------------------------------------

@@ -36,6 +36,11 @@ void check_quant(const ErrorContext& where, const QuantAttrs& q, int64_t cout, Q
     SCN_CHECK(std::isfinite(r) && r > 0.f, where, ": attribute '", attr,
               "' must be a positive finite dynamic range, got ", r);
   };
+  // (an enum value out of range ran as fp16; fp32 is an engine-wide precision, not a node's)
+  for (const auto& [p, attr] : {std::pair<Precision, const char*>{q.precision, "precision"},
+                                std::pair<Precision, const char*>{q.output_precision, "output_precision"}})
+    SCN_CHECK(p == Precision::Fp16 || p == Precision::Int8, where, ": ", attr, " = ", int(p),
+              " is not a node precision (Fp16 or Int8)");
   const bool int8 = q.precision == Precision::Int8;
   check_range(q.input_dynamic_range, "input_dynamic_range", int8 && needs == QuantInputs::Single);
   check_range(q.input0_dynamic_range, "input0_dynamic_range", int8 && needs == QuantInputs::Pair);
@@ -166,6 +171,9 @@ ValueId EngineBuilder::push_sparse_conv(const std::string& name, ValueId x, cons
   };
   check_finite(c.weight, "weight");
   if (c.bias.defined()) check_finite(c.bias, "bias");
+  SCN_CHECK(c.activation == Activation::None || c.activation == Activation::ReLU ||
+                c.activation == Activation::Sigmoid || c.activation == Activation::LeakyReLU,
+            where, ": activation = ", int(c.activation), " is not an Activation");
   if (c.activation == Activation::LeakyReLU)
     SCN_CHECK(std::isfinite(c.activation_alpha), where, ": LeakyReLU needs a finite slope 'alpha'");
   SCN_CHECK(c.output_bound >= 0 && c.output_bound <= kMaxSiteRows, where, ": output_bound must be in [0, ",

@@ -62,6 +62,11 @@ VoxelizerConfig voxelizer_preset(const std::string& name) {
 
 void validate(const VoxelizerConfig& c) {
   const std::string w = "voxelizer config '" + c.name + "': ";
+  // (an enum value out of range ran as zyx / first)
+  SCN_CHECK(c.order == VoxelOrder::Zyx || c.order == VoxelOrder::Xyz, w, "order = ", int(c.order),
+            " is not a VoxelOrder");
+  SCN_CHECK(c.reduction == VoxelReduction::Mean || c.reduction == VoxelReduction::First, w,
+            "reduction = ", int(c.reduction), " is not a VoxelReduction");
   const char axis[3] = {'x', 'y', 'z'};
   for (int d = 0; d < 3; ++d) {
     const float lo = c.range[size_t(d)], hi = c.range[size_t(d) + 3], s = c.voxel_size[size_t(d)];
