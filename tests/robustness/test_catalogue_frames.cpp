@@ -131,6 +131,20 @@ TEST(Catalogue, I06_InfFeature) {
   f32.features = f32.features.to_dtype(DType::Float32);
   f32.features.ptr<float>()[7] = std::numeric_limits<float>::infinity();
   EXPECT_HAS(set_input_error(f32), "feature [1, 2] is inf");
+  // a finite float32 feature float16 rounds to an infinity, in an engine with float16 activations (it became an
+  // infinity in the first layer); 65519 rounds to 65504 and is taken; an Fp32 engine takes 1e5
+  Input big = good_input();
+  big.features = big.features.to_dtype(DType::Float32);
+  big.features.ptr<float>()[11] = 1e5f;
+  EXPECT_HAS(set_input_error(big), "feats.tensor", "feature [2, 1] is 100000", "beyond the float16 activations");
+  big.features.ptr<float>()[11] = -65520.f;
+  EXPECT_HAS(set_input_error(big), "feature [2, 1] is -65520", "beyond the float16 activations");
+  big.features.ptr<float>()[11] = 65519.f;
+  auto fp16 = small_engine();
+  EXPECT_NO_THROW(fp16->set_input(0, big.features, big.indices, big.grid, 1));
+  big.features.ptr<float>()[11] = 1e5f;
+  auto fp32 = parse_onnx(write_case_model(small_centerpoint())).build(cpu(Precision::Fp32));
+  EXPECT_NO_THROW(fp32->set_input(0, big.features, big.indices, big.grid, 1));
 }
 
 TEST(Catalogue, I07_RowCountMismatch) {

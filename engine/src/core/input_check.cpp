@@ -95,7 +95,7 @@ void check_sparse_indices(const Tensor& idx, const Int3& grid, int batch_size, c
 }
 
 void check_sparse_input_values(const Tensor& f, const Tensor& idx, const Int3& grid, int batch_size,
-                               const std::string& input_name, const InputLabels& l) {
+                               const std::string& input_name, const InputLabels& l, bool fp16_activations) {
   SCN_CHECK(f.device() == Device::Host && idx.device() == Device::Host, "check_sparse_input_values needs host tensors");
   const std::string in = "input '" + input_name + "'";
   check_sparse_indices(idx, grid, batch_size, in, l.indices);
@@ -104,6 +104,8 @@ void check_sparse_input_values(const Tensor& f, const Tensor& idx, const Int3& g
     const float v = f.dtype() == DType::Float16 ? half_to_float(f.ptr<uint16_t>()[i]) : f.ptr<float>()[i];
     SCN_CHECK(std::isfinite(v), l.features, ": ", in, ": feature [", i / f.dim(1), ", ", i % f.dim(1), "] is ", v,
               "; features must be finite");
+    SCN_CHECK(!fp16_activations || std::fabs(v) < kFp16Overflow, l.features, ": ", in, ": feature [", i / f.dim(1),
+              ", ", i % f.dim(1), "] is ", v, ", beyond the float16 activations of this engine (|x| < 65520)");
   }
 }
 

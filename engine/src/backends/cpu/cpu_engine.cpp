@@ -61,7 +61,7 @@ class CpuEngine final : public Engine {
     // Shapes and dtypes first, so a bad device tensor is reported before it is copied.
     check_sparse_input_shapes(features, indices, grid, batch_size, channels, name, labels);
     const Tensor f = features.to(Device::Host), idx = indices.to(Device::Host);
-    check_sparse_input_values(f, idx, grid, batch_size, name, labels);
+    check_sparse_input_values(f, idx, grid, batch_size, name, labels, options_.precision != Precision::Fp32);
     for (size_t i = 0; i < inputs_.size(); ++i)
       SCN_CHECK(!inputs_[i].bound || int(i) == index || batch_size == batch_, "input '", name,
                 "': batch size ", batch_size, " differs from the other inputs' ", batch_);

@@ -205,7 +205,8 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
   }
   const bool was_in_place = in.reads_in_place();
   if (features.device() == Device::Host) {
-    check_sparse_input_values(features, indices, grid, batch_size, name, labels);  // shapes: checked above
+    // shapes: checked above; the activations are float16 at every precision of this backend
+    check_sparse_input_values(features, indices, grid, batch_size, name, labels, true);
     if (in.copy_pending) SCN_CUDA_CHECK(cudaEventSynchronize(in.copied));
     const size_t fb = size_t(n) * size_t(in.channels) * (fp32 ? 4 : 2);
     const size_t ib = size_t(n) * 16;

@@ -62,7 +62,9 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
       return detail::concat(where, " is the same site as another row; duplicate coordinates are not allowed", more);
     case kErrNonFinite:
       return detail::concat("input '", n.name, "' (device check): row ", e.row,
-                            " has a feature that is NaN or infinite; features must be finite", more);
+                            " has a feature that is NaN, infinite or beyond the float16 activations (|x| >= 65520); "
+                            "features must be finite and within float16",
+                            more);
     default:
       break;
   }

@@ -25,7 +25,7 @@ enum ErrKind : int {
   kErrBatch = 1,      ///< input row with a batch index outside 0..batch-1
   kErrRange = 2,      ///< input row with a coordinate outside the grid
   kErrDuplicate = 3,  ///< input row on the same site as another row
-  kErrNonFinite = 4,  ///< input feature that is NaN or infinite
+  kErrNonFinite = 4,  ///< input feature that is NaN, infinite or beyond float16 (|x| >= 65520)
   kNumErrKinds = 5,
 };
 

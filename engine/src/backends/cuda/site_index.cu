@@ -14,6 +14,7 @@
 
 #include "backends/cuda/block_scan.cuh"
 #include "backends/cuda/common.cuh"
+#include "core/input_check.h"
 #include "plan/strided_window.h"
 
 namespace scn::cuda {
@@ -61,7 +62,7 @@ __global__ void input_sites_features_kernel(InputRows rows, int C, int cp, __hal
         if (c < C) {
           f = kFp32 ? static_cast<const float*>(feat)[i * C + c]
                     : __half2float(static_cast<const __half*>(feat)[i * C + c]);
-          if (!isfinite(f)) {
+          if (!isfinite(f) || fabsf(f) >= kFp16Overflow) {  // float16 would round it to an infinity
             offending(kErrNonFinite, i, c, r);
             f = 0.f;
           }
