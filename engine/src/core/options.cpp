@@ -30,7 +30,8 @@ void validate(const BuildOptions& o) {
             "BuildOptions.backend = ", int(o.backend), " is not a Backend");
   SCN_CHECK(o.precision == Precision::Fp32 || o.precision == Precision::Fp16 || o.precision == Precision::Int8,
             "BuildOptions.precision = ", int(o.precision), " is not a Precision");
-  SCN_CHECK(o.num_threads >= 0, "BuildOptions.num_threads must be >= 0 (0 = all cores), got ", o.num_threads);
+  SCN_CHECK(o.num_threads >= 0 && o.num_threads <= 4096,
+            "BuildOptions.num_threads must be in [0, 4096] (0 = all cores), got ", o.num_threads);
   SCN_CHECK(o.max_input_voxels >= 0 && o.max_input_voxels <= kMaxSiteRows,
             "BuildOptions.max_input_voxels must be in [0, ", kMaxSiteRows, "] (0 = from the graph), got ",
             o.max_input_voxels);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "scn/error.h"
 
 namespace scn::cpu {
 
@@ -24,16 +27,29 @@ void parallel_for(int64_t n, int threads, const std::function<void(int64_t, int6
   std::vector<std::thread> pool;
   std::vector<std::exception_ptr> errors(static_cast<size_t>(t));
   const int64_t chunk = (n + t - 1) / t;
+  std::string not_started;
   for (int64_t k = 1; k < t; ++k) {
     const int64_t b = k * chunk, e = std::min(n, b + chunk);
     if (b >= e) break;
-    pool.emplace_back([&, k, b, e] {
-      try {
-        fn(b, e);
-      } catch (...) {
-        errors[size_t(k)] = std::current_exception();
-      }
-    });
+    try {
+      pool.emplace_back([&, k, b, e] {
+        try {
+          fn(b, e);
+        } catch (...) {
+          errors[size_t(k)] = std::current_exception();
+        }
+      });
+    } catch (const std::system_error& err) {
+      // the threads already started are joined first: a joinable std::thread destroyed by the unwinding would
+      // terminate the process
+      not_started = err.what();
+      break;
+    }
+  }
+  if (!not_started.empty()) {
+    for (auto& th : pool) th.join();
+    SCN_FAIL("CPU backend: could not start worker thread ", pool.size() + 1, " of ", t, " (", not_started,
+             "); lower BuildOptions.num_threads");
   }
   try {
     fn(0, std::min(n, chunk));
