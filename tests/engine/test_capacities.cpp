@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -219,6 +220,20 @@ TEST(ArenaLayout, CenterPointAtTheBoundsAndFittedToAFrame) {
     EXPECT_NE(std::string(e.what()).find("frame: row 1 coordinate (3, 4, 1440) lies outside the grid 41x1440x1440"),
               std::string::npos)
         << e.what();
+  }
+  // a grid the engine refuses is refused here too (its site keys wrapped: two rows were reported as one site, and
+  // the report planned an arena for it)
+  const Int3 huge{1 << 22, 1 << 21, 1 << 21};
+  const int32_t two[8] = {0, 5, 5, 5, 1, 5, 5, 5};
+  const Tensor two_rows = Tensor::from_host(two, {2, 4}, DType::Int32);
+  for (auto&& call : std::vector<std::function<void()>>{[&] { frame_site_rows(g, huge, 2, two_rows, "f.tensor"); },
+                                                        [&] { cuda_arena_report(g, huge, 1, o); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "the grid 4194304x2097152x2097152 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("grid 4194304x2097152x2097152 is too large"), std::string::npos) << e.what();
+    }
   }
   const int32_t twice[8] = {0, 3, 4, 5, 0, 3, 4, 5};
   try {

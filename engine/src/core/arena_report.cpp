@@ -12,6 +12,8 @@ namespace scn {
 
 std::vector<int64_t> frame_site_rows(const Graph& graph, const Int3& grid, int batch, const Tensor& idx,
                                      const std::string& label) {
+  // (unchecked, a grid past 2^62 sites wrapped the site keys: two rows reported as one site)
+  check_grid_and_batch(grid, batch, label + ": frame");
   check_sparse_indices(idx, grid, batch, "frame", label);
   const int32_t* p = idx.ptr<int32_t>();
   const int64_t n = idx.dim(0);
@@ -48,6 +50,7 @@ ArenaReport cuda_arena_report(const Graph& graph, const Int3& grid, int batch, c
             graph.inputs.size(), " inputs");
   SCN_CHECK(batch >= 1 && batch <= options.max_batch, "batch ", batch,
             " is outside 1..BuildOptions.max_batch = ", options.max_batch);
+  check_grid_and_batch(grid, batch, graph.source + ": the arena report");
   auto g = std::make_shared<const Graph>(graph);
   auto an = std::make_shared<const GraphAnalysis>(analyze_graph(*g));
   BuildOptions fp16 = options;

@@ -49,6 +49,10 @@ void check_sparse_input_shapes(const Tensor& f, const Tensor& idx, const Int3& g
             " index rows in ", l.indices);
   SCN_CHECK(f.dim(1) == channels, l.features, ": ", in, ": features have ", f.dim(1),
             " channels, the model's input has ", channels);
+  check_grid_and_batch(grid, batch_size, in);
+}
+
+void check_grid_and_batch(const Int3& grid, int batch_size, const std::string& in) {
   SCN_CHECK(batch_size >= 1, in, ": batch size must be >= 1, got ", batch_size);
   for (int d = 0; d < 3; ++d)
     SCN_CHECK(grid[d] >= 1, in, ": grid ", int3_string(grid), " must be positive on every axis");

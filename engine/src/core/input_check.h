@@ -22,6 +22,10 @@ constexpr float kFp16Overflow = 65520.f;
 void check_sparse_indices(const Tensor& indices, const Int3& grid, int batch_size, const std::string& what,
                           const std::string& label);
 
+/// A grid and batch size any frame or plan takes: batch >= 1, every axis >= 1, at most 2^40 cells and 2^62 sites
+/// (linear site keys fit int64). Messages read "<what>: ...".
+void check_grid_and_batch(const Int3& grid, int batch_size, const std::string& what);
+
 /// Shape and dtype checks only (for device tensors whose contents are checked on the device).
 void check_sparse_input_shapes(const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
                                int32_t channels, const std::string& input_name, const InputLabels& labels);
