@@ -126,9 +126,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, help="folder with in_features.torch.fp16.tensor, in_indices_zyx.torch.int32.tensor")
     ap.add_argument("--features", type=Path)
     ap.add_argument("--indices", type=Path)
-    ap.add_argument("--grid", type=_grid, default=(41, 1440, 1440))
+    ap.add_argument("--grid", type=_grid, default=None, help="with --data / --features (default 41x1440x1440)")
     ap.add_argument("--points", type=Path, action="append", help="raw float32 point file (several: one batch)")
-    ap.add_argument("--preset", default="nuscenes-centerpoint", help="voxelizer preset (with --points)")
+    ap.add_argument("--preset", default=None, help="voxelizer preset (with --points; default nuscenes-centerpoint)")
     ap.add_argument("--voxel", type=_setting, action="append", default=[], metavar="KEY=VALUE",
                     help="voxelizer setting (with --points), e.g. max_voxels=120000")
     ap.add_argument("--precision", default="fp16")
@@ -138,8 +138,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.runs < 1 or a.warmup < 0:
         ap.error("--runs must be >= 1 and --warmup >= 0")
-    if a.points and (a.data or a.features or a.indices):
-        ap.error("--points times raw points: leave out --data / --features / --indices")
+    if a.points and (a.data or a.features or a.indices or a.grid):
+        ap.error("--points times raw points (the voxelizer gives the grid): leave out --data / --features / "
+                 "--indices / --grid")
+    if not a.points and (a.preset or a.voxel):
+        ap.error("--preset and --voxel set the voxelizer of --points")
+    a.preset = a.preset or "nuscenes-centerpoint"
+    a.grid = a.grid or (41, 1440, 1440)
     if a.points:
         if not (scn.cuda_available() and torch.cuda.is_available()):
             print("scn.bench: no CUDA (scn built without it or no GPU visible)", file=sys.stderr)

@@ -139,6 +139,21 @@ def test_batch_two_equals_each_frame_alone(tiny):
         assert torch.equal(both[b:b + 1], alone), b
 
 
+def test_bench_refuses_options_its_mode_does_not_use(tiny, tmp_path, capsys):
+    """python -m scn.bench: --preset / --voxel without --points, or --grid with --points, were parsed and ignored."""
+    from scn import bench
+    cloud = tmp_path / "cloud.bin"
+    np.zeros((4, 5), np.float32).tofile(cloud)
+    frame = ["--features", str(tmp_path / "f.tensor"), "--indices", str(tmp_path / "i.tensor")]
+    for args, why in ((frame + ["--preset", "kitti-second"], "--preset and --voxel set the voxelizer"),
+                      (frame + ["--voxel", "max_voxels=10"], "--preset and --voxel set the voxelizer"),
+                      (["--points", str(cloud), "--grid", "12x16x20"], "leave out --data / --features / --indices / --grid")):
+        with pytest.raises(SystemExit) as e:
+            bench.main([str(tiny.path)] + args)
+        assert e.value.code == 2
+        assert why in capsys.readouterr().err
+
+
 def test_bench_without_cuda_says_so(tiny, tmp_path):
     if scn.cuda_available() and torch.cuda.is_available():
         pytest.skip("CUDA present: test_cuda.py::test_bench_runs runs the benchmark")

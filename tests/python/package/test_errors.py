@@ -106,3 +106,10 @@ def test_bad_capacity_options(tiny):
         scn.Engine(tiny.path, device="cpu", capacity="half")
     with pytest.raises(scn.Error, match="capacity_margin"):
         scn.Engine(tiny.path, device="cpu", capacity="first_frame", capacity_margin=0.5)
+    # a given 0 or negative value is an error, not scn's default (None is the default)
+    for margin in (0, -2.0, float("nan")):
+        with pytest.raises(scn.Error, match="capacity_margin must be positive"):
+            scn.Engine(tiny.path, device="cpu", capacity="first_frame", capacity_margin=margin)
+    for voxels in (0, -5):
+        with pytest.raises(scn.Error, match="max_voxels must be positive"):
+            scn.Engine(tiny.path, device="cpu", max_voxels=voxels)
