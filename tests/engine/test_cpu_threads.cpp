@@ -10,15 +10,8 @@
 #include <fstream>
 
 #include "backends/cpu/thread_pool.h"
+#include "common/sanitizers.h"
 #include "scn/error.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SCN_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SCN_UNDER_ASAN 1
-#endif
-#endif
 
 namespace {
 

@@ -61,13 +61,19 @@ TEST(Catalogue, E05_TensorShapeOverflow) {
   EXPECT_HAS(error_of([&] { Tensor::empty({4, -1}, DType::Float32); }), "negative tensor dimension -1");
 }
 
-TEST(Catalogue, E06_NonFiniteWeightsThroughTheApi) {
-  EngineBuilder b("api");
-  const ValueId x = b.push_input("0", 2);
+/// A 1x1x1 conv of 2 -> 2 channels with weights 0.5, for the API cases.
+ConvAttrs one_by_one_conv() {
   ConvAttrs c;
   c.kernel_size = {1, 1, 1};
   c.weight = Tensor::empty({2, 1, 1, 1, 2}, DType::Float32);
   for (int i = 0; i < 4; ++i) c.weight.ptr<float>()[i] = 0.5f;
+  return c;
+}
+
+TEST(Catalogue, E06_NonFiniteWeightsThroughTheApi) {
+  EngineBuilder b("api");
+  const ValueId x = b.push_input("0", 2);
+  ConvAttrs c = one_by_one_conv();
   c.weight.ptr<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c); }), "api: node 'c' (SparseConvolution)",
              "weight value [3] is nan", "finite");
@@ -76,10 +82,7 @@ TEST(Catalogue, E06_NonFiniteWeightsThroughTheApi) {
 TEST(Catalogue, E07_EnumValuesOutOfRange) {
   EngineBuilder b("api");
   const ValueId x = b.push_input("0", 2);
-  ConvAttrs c;
-  c.kernel_size = {1, 1, 1};
-  c.weight = Tensor::empty({2, 1, 1, 1, 2}, DType::Float32);
-  for (int i = 0; i < 4; ++i) c.weight.ptr<float>()[i] = 0.5f;
+  ConvAttrs c = one_by_one_conv();
   c.activation = Activation(42);
   EXPECT_HAS(error_of([&] { b.push_sparse_conv("c", x, c); }), "api: node 'c' (SparseConvolution)",
              "activation = 42 is not an Activation");

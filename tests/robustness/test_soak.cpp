@@ -16,18 +16,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/sanitizers.h"
 #include "robustness/robust_util.h"
 
 #ifdef SCN_TEST_CUDART
 #include <cuda_runtime_api.h>
-#endif
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SCN_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SCN_UNDER_ASAN 1
-#endif
 #endif
 
 namespace scn::robust {
