@@ -43,7 +43,7 @@ namespace {
 /// The value as canonical decimal (leading zeros dropped), or an error: what CLI11 then converts is plain decimal.
 template <typename T>
 std::string decimal_or_error(std::string& s) {
-  const char* first = s.data() + (s.size() > 1 && s[0] == '+' ? 1 : 0);
+  const char* first = s.data() + (s.size() > 1 && s[0] == '+' && s[1] >= '0' && s[1] <= '9' ? 1 : 0);
   const char* last = s.data() + s.size();
   const bool digits =
       first != last &&
