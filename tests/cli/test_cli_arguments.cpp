@@ -55,8 +55,9 @@ std::string Arguments::dir_, Arguments::model_, Arguments::features_, Arguments:
 TEST_F(Arguments, IntegersAreDecimalAndWithinTheirType) {
   EXPECT_EQ(synth_voxels("--voxels 0100 --seed 1"), 100);  // not octal 64
   EXPECT_EQ(synth_voxels("--voxels 100 --seed +1"), 100);
-  for (const char* bad : {"--voxels 0x100", "--voxels 1e3", "--voxels 12abc", "--voxels -", "--voxels +-5", "--voxels 100 --seed -1",
-                          "--voxels 100 --seed 18446744073709551616", "--voxels 100 --seed 99999999999999999999999"}) {
+  for (const char* bad :
+       {"--voxels 0x100", "--voxels 1e3", "--voxels 12abc", "--voxels -", "--voxels +-5", "--voxels 100 --seed -1",
+        "--voxels 100 --seed 18446744073709551616", "--voxels 100 --seed 99999999999999999999999"}) {
     const CliResult r = scn_cli(std::string("synth ") + bad + " --features " + q(dir_ + "/b_f.tensor") + " --indices " +
                                 q(dir_ + "/b_i.tensor"));
     EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
