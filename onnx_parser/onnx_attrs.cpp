@@ -62,9 +62,8 @@ std::string list_text(const List& values) {
   return os.str();
 }
 
-// "a string ('abc')", "2 ints [1, 2]", "an int (5)": what was found, for type/count errors.
-std::string found_text(const AttributeProto& a) {
-  const int type = attribute_type(a);
+// The value held in the field of `type`: "a string ('abc')", "2 ints [1, 2]", "an int (5)".
+std::string field_text(const AttributeProto& a, int type) {
   switch (type) {
     case AttributeProto::INT: return detail::concat("an int (", a.i(), ")");
     case AttributeProto::FLOAT: return detail::concat("a float (", a.f(), ")");
@@ -72,38 +71,27 @@ std::string found_text(const AttributeProto& a) {
     case AttributeProto::INTS: return detail::concat(a.ints_size(), " ints ", list_text(a.ints()));
     case AttributeProto::FLOATS:
       return detail::concat(a.floats_size(), " floats ", list_text(a.floats()));
+    case AttributeProto::STRINGS:
+      return detail::concat(a.strings_size(), " strings");
+    case AttributeProto::TENSORS:
+      return detail::concat(a.tensors_size(), " tensors");
+    case AttributeProto::GRAPHS:
+      return detail::concat(a.graphs_size(), " graphs");
+    case AttributeProto::SPARSE_TENSORS:
+      return detail::concat(a.sparse_tensors_size(), " sparse tensors");
+    case AttributeProto::TYPE_PROTOS:
+      return detail::concat(a.type_protos_size(), " type protos");
     case AttributeProto::UNDEFINED: return "an attribute without a value";
     default: return detail::concat("a value of type ", attribute_type_name(type));
   }
 }
 
-// The value fields an attribute carries besides those of `type` ("ints [1]", "f"), and whether it carries a value of
-// `type` at all: ONNX's checker wants exactly the declared type's field. A declared int whose number sits in `ints`
-// (or is absent) would read as 0 through a.i(): a submanifold conv imported as a strided one.
-std::string stray_fields(const AttributeProto& a, int type) {
-  std::string out;
-  auto add = [&](bool present, int field_type, const std::string& text) {
-    if (present && field_type != type) out += (out.empty() ? "" : ", ") + text;
-  };
-  add(a.has_i(), AttributeProto::INT, detail::concat("an int (", a.i(), ")"));
-  add(a.has_f(), AttributeProto::FLOAT, detail::concat("a float (", a.f(), ")"));
-  add(a.has_s(), AttributeProto::STRING, "a string ('" + a.s() + "')");
-  add(a.has_t(), AttributeProto::TENSOR, "a tensor");
-  add(a.has_g(), AttributeProto::GRAPH, "a graph");
-  add(a.has_sparse_tensor(), AttributeProto::SPARSE_TENSOR, "a sparse tensor");
-  add(a.has_tp(), AttributeProto::TYPE_PROTO, "a type proto");
-  add(a.ints_size() > 0, AttributeProto::INTS, detail::concat(a.ints_size(), " ints ", list_text(a.ints())));
-  add(a.floats_size() > 0, AttributeProto::FLOATS, detail::concat(a.floats_size(), " floats ", list_text(a.floats())));
-  add(a.strings_size() > 0, AttributeProto::STRINGS, detail::concat(a.strings_size(), " strings"));
-  add(a.tensors_size() > 0, AttributeProto::TENSORS, detail::concat(a.tensors_size(), " tensors"));
-  add(a.graphs_size() > 0, AttributeProto::GRAPHS, detail::concat(a.graphs_size(), " graphs"));
-  add(a.sparse_tensors_size() > 0, AttributeProto::SPARSE_TENSORS,
-      detail::concat(a.sparse_tensors_size(), " sparse tensors"));
-  add(a.type_protos_size() > 0, AttributeProto::TYPE_PROTOS, detail::concat(a.type_protos_size(), " type protos"));
-  return out;
-}
+// What was found, for type/count errors.
+std::string found_text(const AttributeProto& a) { return field_text(a, attribute_type(a)); }
 
-// A list type's value may be empty (no field set); a scalar's must be there.
+// Whether the field of `type` is set (a list's may be empty: no field on the wire), and the other value fields an
+// attribute carries: ONNX's checker wants exactly the declared type's field. A declared int whose number sits in
+// `ints` (or is absent) would read as 0 through a.i(): a submanifold conv imported as a strided one.
 bool has_value_of(const AttributeProto& a, int type) {
   switch (type) {
     case AttributeProto::INT:
@@ -120,9 +108,39 @@ bool has_value_of(const AttributeProto& a, int type) {
       return a.has_sparse_tensor();
     case AttributeProto::TYPE_PROTO:
       return a.has_tp();
+    case AttributeProto::INTS:
+      return a.ints_size() > 0;
+    case AttributeProto::FLOATS:
+      return a.floats_size() > 0;
+    case AttributeProto::STRINGS:
+      return a.strings_size() > 0;
+    case AttributeProto::TENSORS:
+      return a.tensors_size() > 0;
+    case AttributeProto::GRAPHS:
+      return a.graphs_size() > 0;
+    case AttributeProto::SPARSE_TENSORS:
+      return a.sparse_tensors_size() > 0;
+    case AttributeProto::TYPE_PROTOS:
+      return a.type_protos_size() > 0;
     default:
-      return true;
+      return false;
   }
+}
+
+bool is_list(int type) {
+  return type == AttributeProto::INTS || type == AttributeProto::FLOATS || type == AttributeProto::STRINGS ||
+         type == AttributeProto::TENSORS || type == AttributeProto::GRAPHS || type == AttributeProto::SPARSE_TENSORS ||
+         type == AttributeProto::TYPE_PROTOS;
+}
+
+std::string stray_fields(const AttributeProto& a, int type) {
+  std::string out;
+  for (int t : {AttributeProto::INT, AttributeProto::FLOAT, AttributeProto::STRING, AttributeProto::TENSOR,
+                AttributeProto::GRAPH, AttributeProto::SPARSE_TENSOR, AttributeProto::TYPE_PROTO, AttributeProto::INTS,
+                AttributeProto::FLOATS, AttributeProto::STRINGS, AttributeProto::TENSORS, AttributeProto::GRAPHS,
+                AttributeProto::SPARSE_TENSORS, AttributeProto::TYPE_PROTOS})
+    if (t != type && has_value_of(a, t)) out += (out.empty() ? "" : ", ") + field_text(a, t);
+  return out;
 }
 
 }  // namespace
@@ -176,11 +194,12 @@ void OnnxAttrs::expect_type(const AttributeProto& a, int type) const {
     fail(a.name(), detail::concat("expected ", article, attribute_type_name(type), ", found ",
                                   found_text(a)));
   }
+  const bool held = is_list(type) || has_value_of(a, type);
   const std::string stray = stray_fields(a, type);
-  if (!has_value_of(a, type) || !stray.empty())
+  if (!held || !stray.empty())
     fail(a.name(), detail::concat("declared ", attribute_type_name(type), " but ",
-                                  has_value_of(a, type) ? "also holds " : "holds no such value",
-                                  stray.empty() ? "" : (has_value_of(a, type) ? "" : "; it holds ") + stray,
+                                  held ? "also holds " + stray
+                                       : "holds no such value" + (stray.empty() ? "" : "; it holds " + stray),
                                   " (an ONNX attribute carries exactly the value of its type)"));
   used_.insert(a.name());
 }

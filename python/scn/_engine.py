@@ -125,14 +125,10 @@ class Engine(OnDevice):
         kind, index = _parse_device(device)
         if precision is None:
             precision = "fp16" if kind == "cuda" else "fp32"
-        # None means "scn's default"; a given 0 or negative value is not one (it once became the default silently)
-        if max_voxels is not None and not int(max_voxels) > 0:
-            raise Error(f"{path}: max_voxels must be positive, got {max_voxels} (None: the graph's largest bound)")
-        if capacity_margin is not None and not float(capacity_margin) > 0.0:
-            raise Error(f"{path}: capacity_margin must be positive, got {capacity_margin} (None: scn's default)")
-        self._impl = _scn._Engine(str(path), kind, precision, int(max_voxels or 0), int(max_batch), bool(cuda_graph),
-                                  index, int(num_threads), str(capacity), bool(grow), float(capacity_margin or 0.0),
-                                  str(tuning_cache or ""))
+        # None: scn's default (the binding checks a given value)
+        self._impl = _scn._Engine(str(path), kind, precision, None if max_voxels is None else int(max_voxels),
+                                  int(max_batch), bool(cuda_graph), index, int(num_threads), str(capacity), bool(grow),
+                                  None if capacity_margin is None else float(capacity_margin), str(tuning_cache or ""))
         self.path = str(path)
         self._cuda = self._impl.backend == "cuda"
         self._device_index = index

@@ -7,6 +7,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -37,16 +38,19 @@ using scn::py::Array;
 /// One engine and the Python objects whose memory its bound inputs point into.
 class PyEngine {
  public:
-  PyEngine(const std::string& path, const std::string& device, const std::string& precision, int64_t max_voxels,
-           int max_batch, bool cuda_graph, int device_index, int num_threads, const std::string& capacity, bool grow,
-           double capacity_margin, const std::string& tuning_cache) {
+  /// max_voxels / capacity_margin: None keeps the BuildOptions default; a given value must be positive.
+  PyEngine(const std::string& path, const std::string& device, const std::string& precision,
+           std::optional<int64_t> max_voxels, int max_batch, bool cuda_graph, int device_index, int num_threads,
+           const std::string& capacity, bool grow, std::optional<double> capacity_margin,
+           const std::string& tuning_cache) {
     scn::BuildOptions o;
     o.backend = scn::parse_backend(device);
     o.precision = scn::parse_precision(precision);
-    SCN_CHECK(max_voxels >= 0, path, ": max_voxels must be positive (got ", max_voxels, ")");
+    SCN_CHECK(!max_voxels || *max_voxels > 0, path, ": max_voxels must be positive, got ", max_voxels.value_or(0),
+              " (None: the graph's largest bound)");
     SCN_CHECK(max_batch >= 1, path, ": max_batch must be at least 1 (got ", max_batch, ")");
     SCN_CHECK(device_index >= 0, path, ": CUDA device index must be >= 0 (got ", device_index, ")");
-    o.max_input_voxels = max_voxels;
+    if (max_voxels) o.max_input_voxels = *max_voxels;
     o.max_batch = max_batch;
     o.cuda_graph = cuda_graph;
     o.device = device_index;
@@ -55,7 +59,9 @@ class PyEngine {
               "' is not 'bounds' (every level at its bound) or 'first_frame' (fitted to the first frame)");
     o.capacity_source = capacity == "first_frame" ? scn::CapacitySource::FirstFrame : scn::CapacitySource::Bounds;
     o.on_capacity_overflow = grow ? scn::CapacityOverflow::Grow : scn::CapacityOverflow::Error;
-    if (capacity_margin > 0.0) o.capacity_margin = capacity_margin;  // 0: the BuildOptions default
+    SCN_CHECK(!capacity_margin || *capacity_margin > 0.0, path, ": capacity_margin must be positive, got ",
+              capacity_margin.value_or(0.0), " (None: scn's default)");
+    if (capacity_margin) o.capacity_margin = *capacity_margin;
     o.cuda.tuning_cache = tuning_cache;
     nb::gil_scoped_release nogil;
     engine_ = scn::load_engine_from_onnx(path, o);
@@ -386,11 +392,11 @@ NB_MODULE(_scn, m) {
   m.def("cuda_available", &scn::cuda_available, "True when scn has the CUDA backend and a GPU is visible");
   scn::py::bind_voxelizer(m);
   nb::class_<PyEngine>(m, "_Engine")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int64_t, int, bool, int, int,
-                    const std::string&, bool, double, const std::string&>(),
-           nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("max_voxels"), nb::arg("max_batch"),
+      .def(nb::init<const std::string&, const std::string&, const std::string&, std::optional<int64_t>, int, bool, int,
+                    int, const std::string&, bool, std::optional<double>, const std::string&>(),
+           nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("max_voxels").none(), nb::arg("max_batch"),
            nb::arg("cuda_graph"), nb::arg("device_index"), nb::arg("num_threads"), nb::arg("capacity"), nb::arg("grow"),
-           nb::arg("capacity_margin"), nb::arg("tuning_cache"))
+           nb::arg("capacity_margin").none(), nb::arg("tuning_cache"))
       .def_prop_ro("backend", &PyEngine::backend)
       .def_prop_ro("precision", &PyEngine::precision)
       .def_prop_ro("device_index", &PyEngine::device_index)

@@ -53,8 +53,11 @@ class Tensor {
   void save(const std::string& path) const;
 
   const std::vector<int64_t>& shape() const { return shape_; }
-  /// Dimension i, 0 <= i < ndim() (else an scn::Error).
-  int64_t dim(int i) const;
+  /// Dimension i, 0 <= i < ndim() (else an scn::Error). Inline: loops read it per row.
+  int64_t dim(int i) const {
+    if (i < 0 || i >= ndim()) fail_dim(i);
+    return shape_[static_cast<size_t>(i)];
+  }
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const;
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
@@ -84,6 +87,7 @@ class Tensor {
   std::string shape_string() const;
 
  private:
+  [[noreturn]] void fail_dim(int i) const;  ///< the scn::Error of dim(i) out of range
   std::vector<int64_t> shape_;
   DType dtype_ = DType::Float32;
   Device device_ = Device::Host;

@@ -247,10 +247,8 @@ Tensor Tensor::to_dtype(DType dtype) const {
 
 std::string Tensor::shape_string() const { return shape_text(shape_); }
 
-int64_t Tensor::dim(int i) const {
-  SCN_CHECK(i >= 0 && i < ndim(), "Tensor::dim(", i, ") of a tensor of shape ", shape_string(), " (", ndim(),
-            " dimensions)");
-  return shape_[size_t(i)];
+void Tensor::fail_dim(int i) const {
+  SCN_FAIL("Tensor::dim(", i, ") of a tensor of shape ", shape_string(), " (", ndim(), " dimensions)");
 }
 
 }  // namespace scn

@@ -35,6 +35,10 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
+/// A value float32 holds (NaN and the infinities included: a file's own are kept), not a finite one it would round
+/// to an infinity.
+bool fits_float32(double v) { return !std::isfinite(v) || std::fabs(v) <= double(FLT_MAX); }
+
 /// An ascii data value as float32, whatever the process's locale: strtod reads the decimal point of LC_NUMERIC, and
 /// under a comma locale (de_DE, set by the host application) it would stop "1.5" at the '.'. A leading
 /// '+' is accepted (strtod took it); a value beyond float32 or double range is an error, not an infinity or a zero.
@@ -47,8 +51,8 @@ float parse_value(const std::string& path, int64_t line_no, const std::string& f
             "') is out of range");
   SCN_CHECK(r.ec == std::errc() && r.ptr == last, path, ": PCD line ", line_no, ": '", s, "' (field '", field,
             "') is not a number");
-  SCN_CHECK(!std::isfinite(v) || std::fabs(v) <= double(FLT_MAX), path, ": PCD line ", line_no, ": '", s, "' (field '",
-            field, "') is beyond the float32 range");
+  SCN_CHECK(fits_float32(v), path, ": PCD line ", line_no, ": '", s, "' (field '", field,
+            "') is beyond the float32 range");
   return float(v);
 }
 
@@ -242,9 +246,8 @@ Tensor read_pcd(const std::string& path, const std::vector<std::string>& want) {
       for (int c = 0; c < C; ++c) {
         const Field& f = *sel[size_t(c)];
         const double v = binary_value(f, base + size_t(i) * record + f.offset);
-        // an F8 value beyond float32 would become an infinity (a NaN or infinity in the file stays what it is)
-        SCN_CHECK(!std::isfinite(v) || std::fabs(v) <= double(FLT_MAX), path, ": PCD point ", i, ": ", v, " (field '",
-                  f.name, "') is beyond the float32 range");
+        SCN_CHECK(fits_float32(v), path, ": PCD point ", i, ": ", v, " (field '", f.name,
+                  "') is beyond the float32 range");
         out[size_t(i) * size_t(C) + size_t(c)] = float(v);
       }
   } else {
