@@ -232,6 +232,10 @@ TEST(Catalogue, I15_ForwardOrOutputOutOfOrder) {
   e->set_input(0, in.features, in.indices, in.grid);
   e->forward();
   EXPECT_HAS(error_of([&] { e->output_indices(0); }), "output '9' is dense and has no indices");
+  e->output(0);
+  // a binding ends the last forward's outputs (the CUDA twin: CudaEngineOutputs.ABindingEndsTheLastForwardsOutputs)
+  e->set_input(0, in.features, in.indices, in.grid);
+  EXPECT_HAS(error_of([&] { e->output(0); }), "output(0) requested before forward()");
 }
 
 }  // namespace

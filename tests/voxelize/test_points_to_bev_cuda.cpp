@@ -171,6 +171,115 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   }
   cudaStreamDestroy(s);  // after the last call that waits on it (the voxelizer and the engine keep its handle)
 }
+
+// A device count above the rows of the buffers bound with it (but within the capacity) is clamped to those rows and
+// reported, never read past: here the voxelizer's buffers bound as views of their first 4096 rows.
+TEST(PointsToBevCuda, DeviceCountAboveTheBoundRowsIsAnError) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor points = voxtest::make_cloud(c, 100000, 6, /*non_finite=*/false).to(Device::Cuda);
+  const Int3 grid = model_grid(c);
+  BuildOptions o = cuda_fp16_options(c, 1);
+  o.cuda_graph = false;
+  auto vox = Voxelizer::create(c, Backend::Cuda, 300000);
+  auto eng = test::centerpoint_builder(grid, 5).build(o);
+  Tensor f = vox->features_buffer(), i = vox->indices_buffer();
+  const Tensor f_view = Tensor::wrap(f.data(), {4096, f.dim(1)}, f.dtype(), Device::Cuda);
+  const Tensor i_view = Tensor::wrap(i.data(), {4096, 4}, DType::Int32, Device::Cuda);
+  eng->set_input_device_count(0, f_view, i_view, vox->device_count(), grid);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  vox->run(points, s);
+  eng->forward(s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  const int64_t voxels = vox->count();
+  ASSERT_GT(voxels, 4096);
+  ASSERT_LT(voxels, c.max_voxels) << "the count must be within the engine's capacity for this case";
+  try {
+    eng->check_errors();
+    FAIL() << "no error for a count of " << voxels << " on buffers of 4096 rows";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the count " + std::to_string(voxels) + " exceeds the rows of the bound buffers"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("of 4096 rows"), std::string::npos) << m;
+  }
+  cudaStreamDestroy(s);
+}
+
+// The CUDA voxelizer's run() and run_batch() write one pair of buffers and one device count: an engine bound once (for
+// a batch of 2) reads whichever ran last. A single frame then fills frame 0 of the batch and leaves frame 1 empty,
+// as the CPU engine gives for that frame bound with batch size 2; a later batch is read whole.
+TEST(PointsToBevCuda, BindingReadsTheLatestRunOfEitherKind) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor a = voxtest::make_cloud(c, 60000, 61), b2 = voxtest::make_cloud(c, 30000, 62);
+  const Int3 grid = model_grid(c);
+  const BuildOptions o = cuda_fp16_options(c, 2);
+  const EngineBuilder b = test::centerpoint_builder(grid, 5);
+  auto cpu_vox = Voxelizer::create(c, Backend::Cpu, 300000, 0, 2);
+  const Tensor want_ab = host_bound_map(b, o, *cpu_vox, {a, b2}, grid);
+  const Tensor want_ba = host_bound_map(b, o, *cpu_vox, {b2, a}, grid);
+  cpu_vox->run(a);
+  auto e1 = b.build(o);
+  e1->set_input(0, cpu_vox->features(), cpu_vox->indices(), grid, 2);
+  e1->forward(nullptr);
+  const Tensor want_a = e1->output(0).to(Device::Host);
+  ASSERT_FALSE(host_bytes(want_a) == host_bytes(want_ab));
+
+  const Tensor da = a.to(Device::Cuda), db = b2.to(Device::Cuda);
+  auto vox = Voxelizer::create(c, Backend::Cuda, 300000, 0, 2);
+  auto eng = b.build(o);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  vox->run_batch({da, db}, s);
+  bind_voxelizer_output(*eng, *vox, grid, 2);
+  const auto forward_map = [&] {
+    eng->forward(s);
+    EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    vox->check_errors();
+    eng->check_errors();
+    return host_bytes(eng->output(0));
+  };
+  EXPECT_TRUE(forward_map() == host_bytes(want_ab)) << "the batch it was bound after";
+  vox->run(da, s);
+  EXPECT_TRUE(forward_map() == host_bytes(want_a)) << "a single frame after the batch";
+  vox->run_batch({db, da}, s);
+  EXPECT_TRUE(forward_map() == host_bytes(want_ba)) << "a batch after the single frame";
+  cudaStreamDestroy(s);
+}
+
+// Bound for one frame, a later run_batch() of two is read whole (one count), and the second frame's rows are a device
+// error naming their batch index, not a forward of the first frame alone.
+TEST(PointsToBevCuda, BoundBatchSmallerThanTheRunIsAnError) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
+  const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
+  const Tensor a = voxtest::make_cloud(c, 40000, 71).to(Device::Cuda),
+               b2 = voxtest::make_cloud(c, 40000, 72).to(Device::Cuda);
+  const Int3 grid = model_grid(c);
+  auto vox = Voxelizer::create(c, Backend::Cuda, 300000, 0, 2);
+  auto eng = test::centerpoint_builder(grid, 5).build(cuda_fp16_options(c, 2));
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  vox->run(a, s);
+  bind_voxelizer_output(*eng, *vox, grid, 1);
+  eng->forward(s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  eng->check_errors();
+  vox->run_batch({a, b2}, s);
+  eng->forward(s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  vox->check_errors();
+  try {
+    eng->check_errors();
+    FAIL() << "a batch of two read by an engine bound for one frame raised nothing";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("has batch index 1, outside 0..0 for batch size 1"), std::string::npos) << m;
+  }
+  cudaStreamDestroy(s);
+}
 #endif
 
 // scn::time_points_to_bev on CUDA: a batch of two host frames through a voxelizer of one parallel frame and an engine
@@ -262,9 +371,9 @@ TEST(PointsToBev, CpuTimingRunsTheWholePathAndChecksItsArguments) {
   EXPECT_THROW(time_points_to_bev(*eng, *vox, {cloud, cloud}, grid, 1, 1), Error);  // max_batch 1
 }
 
-// bind_voxelizer_output binds what the voxelizer's last run left (CUDA: a single frame's or a batch's buffers and
-// count): a batch before the voxelizer ran that batch, or a frame count other than its last run's, is an error naming
-// both counts; a single frame may be bound before the first run() (the single frame's buffers), a batch after its run.
+// bind_voxelizer_output takes the batch size of the voxelizer's last run: a batch before the voxelizer ran that batch,
+// or a frame count other than its last run's, is an error naming both counts; a single frame may be bound before the
+// first run(), a batch after its run.
 TEST(PointsToBev, BindingFollowsTheVoxelizersLastRun) {
   VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
   c.range = {0.f, 0.f, -5.f, 3.2f, 3.2f, 3.f};

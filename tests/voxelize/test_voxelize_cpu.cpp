@@ -178,7 +178,14 @@ TEST(VoxelizeCpu, NonFiniteCoordinatesAreDroppedAndCounted) {
   EXPECT_EQ(r.stats.dropped_out_of_range, 0);
   ASSERT_EQ(r.stats.voxels, 1);
   EXPECT_TRUE(std::isnan(r.features.ptr<float>()[3]));
+  uint32_t nan_bits = 0;
+  std::memcpy(&nan_bits, r.features.ptr<float>() + 3, 4);
+  EXPECT_EQ(nan_bits, 0x7fffffffu) << "one NaN pattern, the CUDA voxelizer's";
   EXPECT_EQ(r.features.ptr<float>()[0], 0.5f);
+  c.feature_dtype = DType::Float16;  // float16 features: the canonical half NaN
+  const VoxelizeResult h = voxelize(rows({{0.5f, 0.5f, 0.5f, -NAN}}), c);
+  ASSERT_EQ(h.stats.voxels, 1);
+  EXPECT_EQ(h.features.ptr<uint16_t>()[3], 0x7fffu);
 }
 
 TEST(VoxelizeCpu, MoreVoxelsThanMaxVoxelsIsAnError) {

@@ -3,6 +3,7 @@
 // captured into a CUDA graph (it must neither synchronise nor allocate). Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -100,6 +101,41 @@ TEST(VoxelizeCuda, FeatureSetsWiderThanAWarpEqualTheCpu) {
     auto gpu = Voxelizer::create(c, Backend::Cuda, 20000);
     gpu->run(pts);
     expect_equal_to_cpu(*gpu, pts, c);
+  }
+}
+
+// Non-finite values in feature columns (not coordinates: those drop the point) reach the outputs: NaN, +-Inf and a
+// value beyond float16's range, in single-point and crowded voxels, from float32 and float16 points, through the
+// mean and the first point, into float32 and float16 features. A NaN is written with one bit pattern on both backends
+// (x86 keeps a NaN operand's payload, CUDA arithmetic gives the canonical NaN), so the outputs stay bitwise equal.
+TEST(VoxelizeCuda, NonFiniteFeatureColumnsEqualTheCpuBitwise) {
+  SCN_REQUIRE_CUDA();
+  for (int variant = 0; variant < 4; ++variant) {
+    VoxelizerConfig c = voxtest::small_config();
+    c.reduction = variant & 1 ? VoxelReduction::First : VoxelReduction::Mean;
+    c.feature_dtype = variant & 2 ? DType::Float32 : DType::Float16;
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    Tensor pts = voxtest::make_cloud(c, 20000, uint64_t(90 + variant), /*non_finite=*/false);
+    float* v = pts.ptr<float>();
+    const float odd[] = {NAN, -NAN, INFINITY, -INFINITY, 1e6f};
+    int nans = 0;
+    for (int64_t i = 0; i < pts.dim(0); i += 7) {
+      const float x = odd[(i / 7) % 5];
+      v[i * c.point_columns + 3] = x;
+      nans += std::isnan(x) ? 1 : 0;
+    }
+    ASSERT_GT(nans, 0);
+    auto gpu = Voxelizer::create(c, Backend::Cuda, 20000);
+    gpu->run(pts);
+    expect_equal_to_cpu(*gpu, pts, c);
+    const Tensor h = pts.to_dtype(DType::Float16);
+    gpu->run(h.to(Device::Cuda));
+    expect_equal_to_cpu(*gpu, h, c);
+    // the outputs do hold NaNs (the case is not vacuous)
+    const Tensor f = gpu->features().to(Device::Host).to_dtype(DType::Float32);
+    int64_t out_nans = 0;
+    for (int64_t k = 0; k < f.numel(); ++k) out_nans += std::isnan(f.ptr<float>()[k]) ? 1 : 0;
+    EXPECT_GT(out_nans, 0);
   }
 }
 

@@ -23,8 +23,10 @@ namespace scn {
 /// (Engine::set_input_device_count): bound once, each later run of the voxelizer is the next forward's input, no host
 /// wait. CPU: the last run's voxels (Engine::set_input): bind again after each run. Engine and voxelizer must run on
 /// the same backend (an scn::Error names both otherwise). batch_size must be the frames of the voxelizer's last run
-/// (Voxelizer::last_run_frames; 1 before any run): a batch is bound after a run_batch() of its frames, since the
-/// buffers and count bound are those of the last run's kind; an scn::Error names both counts otherwise.
+/// (Voxelizer::last_run_frames; 1 before any run), else an scn::Error names both counts. CUDA: run() and run_batch()
+/// write the same buffers and count, so a binding reads whatever ran last; the engine keeps the batch size it was
+/// bound with: a later run of more frames is a device error naming a row's batch index (check_errors), one of fewer
+/// frames leaves the later frames of the batch without voxels.
 void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size = 1, int input = 0);
 
 struct PointsToBevTiming {

@@ -133,18 +133,19 @@ class Voxelizer {
   /// forked from and joined to `stream` by events (docs/voxelize.md, "Batches of frames").
   virtual void run_batch(const std::vector<Tensor>& frames, void* stream = nullptr) = 0;
   /// Frames of the last run: 0 before any (and while a run fails), 1 after run(), N after run_batch() of N frames.
-  /// The buffers and the device count that bind_voxelizer_output binds are those of the last run's kind.
+  /// bind_voxelizer_output checks its batch size against it.
   int last_run_frames() const { return last_run_frames_; }
   /// Voxel count; synchronises (CUDA) and raises a pending overflow error first.
   virtual int64_t count() = 0;
-  /// CUDA: the int32 voxel count in device memory (min(found, max_voxels)), written by run().
-  /// nullptr on the CPU backend.
+  /// CUDA: the int32 voxel count in device memory, written by every run() (min(found, max_voxels)) and run_batch()
+  /// (the frames' sum); one address for both, 0 before any run. nullptr on the CPU backend.
   virtual const int32_t* device_count() const = 0;
   /// Features [count, F] and indices [count, 4] on the backend's device; synchronise.
   virtual Tensor features() = 0;
   virtual Tensor indices() = 0;
-  /// The whole output buffers [max_voxels, F] / [max_voxels, 4] without synchronising (rows
-  /// beyond the device count are undefined), for consumers that read the count on the device.
+  /// The whole output buffers [max_batch x max_voxels, F] / [max_batch x max_voxels, 4] without synchronising (rows
+  /// beyond the device count are undefined), for consumers that read the count on the device; run() and
+  /// run_batch() both write them from row 0.
   virtual Tensor features_buffer() = 0;
   virtual Tensor indices_buffer() = 0;
   /// Statistics of the last run; synchronise.

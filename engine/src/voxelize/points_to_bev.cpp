@@ -51,8 +51,8 @@ void run_frames(Voxelizer& vox, const std::vector<Tensor>& frames, void* stream)
 
 void bind_voxelizer_output(Engine& engine, Voxelizer& vox, const Int3& grid, int batch_size, int input) {
   check_same_backend(engine, vox);
-  // What is bound (CUDA: the buffers and the device count) is that of the last run's kind: a single frame's (also
-  // before any run) or a batch's. Bound for another frame count, later runs would be read from the wrong rows.
+  // The batch size is the engine's for every later forward (CUDA reads each later run through the same buffers and
+  // count): bound to the frames that ran, a mismatch shows here rather than as empty frames or a device error.
   const int ran = vox.last_run_frames();
   SCN_CHECK(
       batch_size == (ran > 0 ? ran : 1), engine.graph().source, ": bind_voxelizer_output: batch_size ", batch_size,

@@ -73,4 +73,10 @@ SCN_VOX_HD void key_to_index(const Geometry& g, uint32_t key, int32_t batch, int
   row[1] = int32_t(key / uint32_t(g.s[1]));
 }
 
+/// The bits a NaN feature is written with, in float32 and float16 outputs: one NaN whatever produced it. A NaN in a
+/// feature column (not a coordinate: those drop the point) reaches the output; its payload would otherwise differ
+/// between the CPU (x86 keeps an operand's payload) and CUDA (arithmetic and conversions give the canonical NaN).
+constexpr uint32_t kFeatureNanBits = 0x7fffffffu;
+constexpr uint16_t kFeatureNanHalfBits = 0x7fffu;
+
 }  // namespace scn::vox

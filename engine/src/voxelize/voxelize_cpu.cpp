@@ -2,6 +2,7 @@
 // point (voxel_rules.h), sort the kept ones by (cell key, input position), then one pass over the
 // runs of equal keys sums the first max_points_per_voxel points of each voxel in input order.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -99,6 +100,7 @@ VoxelizeResult voxelize(const Tensor& points_in, const VoxelizerConfig& c) {
         for (size_t k = b + 1; k < b + count; ++k) value += p[int64_t(kept[k] & 0xffffffffu) * C + col];
         value /= float(count);
       }
+      if (std::isnan(value)) std::memcpy(&value, &vox::kFeatureNanBits, 4);  // the CUDA voxelizer's bits
       feat[size_t(v) * size_t(F) + size_t(f)] = value;
     }
   }
@@ -108,7 +110,8 @@ VoxelizeResult voxelize(const Tensor& points_in, const VoxelizerConfig& c) {
     r.features = Tensor::from_host(feat.data(), {n, F}, DType::Float32);
   } else {
     std::vector<uint16_t> h(feat.size());
-    for (size_t i = 0; i < feat.size(); ++i) h[i] = float_to_half(feat[i]);
+    for (size_t i = 0; i < feat.size(); ++i)
+      h[i] = std::isnan(feat[i]) ? vox::kFeatureNanHalfBits : float_to_half(feat[i]);
     r.features = Tensor::from_host(h.data(), {n, F}, DType::Float16);
   }
   return r;

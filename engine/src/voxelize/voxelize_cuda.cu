@@ -80,6 +80,7 @@ class CudaVoxelizer final : public Voxelizer {
     alloc(features_, batch_rows * row_bytes_);
     alloc(indices_, batch_rows * 16);
     alloc(batch_state_, sizeof(BatchState));
+    SCN_CUDA_CHECK(cudaMemset(batch_state_.get(), 0, batch_state_.bytes()));  // device_count() is 0 before any run
   }
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 
@@ -92,7 +93,7 @@ class CudaVoxelizer final : public Voxelizer {
     batched_ = false;
     last_run_frames_ = 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    enqueue(points, FramePlace{0, 0, config_.batch_index, false}, s);
+    enqueue(points, FramePlace{0, 0, config_.batch_index, false, true}, s);
     stream_ = s;
     points_ = points.dim(0);
     ran_ = true;
@@ -119,7 +120,7 @@ class CudaVoxelizer final : public Voxelizer {
       Lane& lane = lanes_[l];
       cudaStream_t ls = l == 0 ? s : lane.stream->s;
       if (l > 0 && b == l) SCN_CUDA_CHECK(cudaStreamWaitEvent(ls, fork_->e, 0));  // the lane's first frame
-      enqueue(frames[b], FramePlace{int(b), int(l), int(b), cross_lane}, ls);
+      enqueue(frames[b], FramePlace{int(b), int(l), int(b), cross_lane, false}, ls);
       if (l > 0 && b + L >= nb) {  // the lane's last frame
         SCN_CUDA_CHECK(cudaEventRecord(lane.done->e, ls));
         SCN_CUDA_CHECK(cudaStreamWaitEvent(s, lane.done->e, 0));
@@ -144,7 +145,8 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CUDA_CHECK(cudaMemcpy(&n, device_count(), 4, cudaMemcpyDeviceToHost));
     return n;
   }
-  const int32_t* device_count() const override { return batched_ ? &batch_state()->total : &counters(0)->count; }
+  // One count and one pair of buffers for either kind of run: an engine bound once reads whatever ran last.
+  const int32_t* device_count() const override { return &batch_state()->total; }
   Tensor features() override {
     const int64_t n = count();
     return Tensor::wrap(out_features(), {n, F_}, config_.feature_dtype, Device::Cuda);
@@ -206,6 +208,8 @@ class CudaVoxelizer final : public Voxelizer {
   struct FramePlace {
     int f, l, batch_index;
     bool cross_lane;
+    bool
+        single;  ///< run(): the frame's count is also the output's (BatchState::total, batch_state_kernel's in a batch)
   };
 
   /// Frame p.f's six kernels in lane p.l (its bitmaps and buffers), writing the frame's statistics and output rows,
@@ -239,7 +243,8 @@ class CudaVoxelizer final : public Voxelizer {
     }
     rank_kernel<<<int(rank_blocks_), kThreads, 0, s>>>(
         bits, coarse, coarse_words_, lane.word_rank.get<int32_t>(), lane.block_total.get<int32_t>(),
-        lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(f), counters(f));
+        lane.block_prefix.get<int32_t>(), int32_t(config_.max_voxels), stats(f), counters(f),
+        p.single ? &batch_state()->total : nullptr);
     SCN_CUDA_LAUNCHED();
     if (p.cross_lane) SCN_CUDA_CHECK(cudaEventRecord(lane.counted->e, s));
     if (P > 0) {
@@ -333,7 +338,7 @@ class CudaVoxelizer final : public Voxelizer {
   BatchState* batch_state() const { return batch_state_.get<BatchState>(); }
   void* out_features() const { return features_.get(); }
   void* out_indices() const { return indices_.get(); }
-  int64_t buffer_rows() const { return batched_ ? int64_t(max_batch_) * config_.max_voxels : config_.max_voxels; }
+  int64_t buffer_rows() const { return int64_t(max_batch_) * config_.max_voxels; }
 
   /// A frame's workspace (run(): lane 0; run_batch(): frame b in lane b mod parallel_frames). Lanes 1.. have their own
   /// stream and an event marking the end of their last frame.
@@ -364,7 +369,7 @@ class CudaVoxelizer final : public Voxelizer {
   cudaStream_t stream_ = nullptr;
   int64_t points_ = 0;
   bool ran_ = false;
-  bool batched_ = false;  ///< the last run was run_batch(): the outputs are the batch buffers
+  bool batched_ = false;  ///< the last run was run_batch(): its statistics are batch_state's
 };
 
 static_assert(sizeof(DeviceStats) <= 64, "DeviceStats fits its slot in small_");

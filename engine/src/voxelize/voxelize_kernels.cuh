@@ -81,8 +81,10 @@ struct BatchState {
 
 __device__ __forceinline__ float load(const float* p) { return *p; }
 __device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store(float* p, float v) { *p = isnan(v) ? __uint_as_float(kFeatureNanBits) : v; }
+__device__ __forceinline__ void store(__half* p, float v) {
+  *p = isnan(v) ? __ushort_as_half(kFeatureNanHalfBits) : __float2half_rn(v);
+}
 
 /// Classifies every point (keys, drop counts) and marks its cell in the bitmap and, on the word's
 /// first bit, the word in the second-level bitmap. Also zeroes the per-voxel counts (this kernel
@@ -122,7 +124,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     rank_kernel(const unsigned long long* __restrict__ bits, const unsigned long long* __restrict__ coarse,
                 int64_t coarse_words, int32_t* __restrict__ word_rank, int32_t* __restrict__ block_total,
-                int32_t* __restrict__ block_prefix, int32_t max_voxels, DeviceStats* st, DeviceCounters* ctr) {
+                int32_t* __restrict__ block_prefix, int32_t max_voxels, DeviceStats* st, DeviceCounters* ctr,
+                int32_t* out_count) {
   using Scan = cub::BlockScan<int32_t, kThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ bool last;
@@ -176,6 +179,7 @@ __global__ void __launch_bounds__(kThreads)
     st->voxels_found = carry;
     st->overflow = carry > max_voxels ? 1 : 0;
     ctr->count = carry > max_voxels ? max_voxels : carry;
+    if (out_count) *out_count = ctr->count;  // a single frame's run: its count is the output's count
   }
 }
 

@@ -167,6 +167,7 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
                             const InputLabels& labels, const int32_t* device_count) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   const std::string& name = input_name(index);
+  outputs_valid_ = false;
   InputSlot& in = inputs_[size_t(index)];
   check_sparse_input_shapes(features, indices, grid, batch_size, in.channels, name, labels);
   SCN_CHECK(features.device() == indices.device(), labels.features, ": input '", name,
@@ -258,6 +259,7 @@ void CudaEngine::forward(void* stream) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
+  outputs_valid_ = false;  // until this forward is enqueued: one that fails part-way leaves no outputs to read
   ensure_planned();
   cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
   // A default stream (legacy or per-thread, e.g. torch's default stream) cannot be captured into a CUDA graph. A
@@ -305,12 +307,13 @@ void CudaEngine::forward(void* stream) {
   if (cap == cudaStreamCaptureStatusNone) SCN_CUDA_CHECK(cudaEventRecord(done_event_, s));
   if (caller_default) SCN_CUDA_CHECK(cudaStreamWaitEvent(caller_default, done_event_, 0));
   forwarded_ = true;
+  outputs_valid_ = true;
 }
 
 Tensor CudaEngine::output(int index) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   output_name(index);
-  SCN_CHECK(forwarded_, graph_->source, ": output(", index, ") requested before forward()");
+  SCN_CHECK(outputs_valid_, graph_->source, ": output(", index, ") requested before forward()");
   SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
   check_errors();
   const int v = graph_->outputs[size_t(index)];
@@ -335,7 +338,7 @@ Tensor CudaEngine::output(int index) {
 
 Tensor CudaEngine::output_async(int index) {
   output_name(index);
-  SCN_CHECK(forwarded_, graph_->source, ": output_async(", index, ") requested before forward()");
+  SCN_CHECK(outputs_valid_, graph_->source, ": output_async(", index, ") requested before forward()");
   const int v = graph_->outputs[size_t(index)];
   // A sparse output's row count is on the device: reading it waits (output()).
   if (graph_->values[size_t(v)].sparse) return output(index);
@@ -345,7 +348,7 @@ Tensor CudaEngine::output_async(int index) {
 Tensor CudaEngine::output_indices(int index) {
   SCN_CUDA_CHECK(cudaSetDevice(device_));
   output_name(index);
-  SCN_CHECK(forwarded_, graph_->source, ": output_indices(", index, ") requested before forward()");
+  SCN_CHECK(outputs_valid_, graph_->source, ": output_indices(", index, ") requested before forward()");
   const int v = graph_->outputs[size_t(index)];
   SCN_CHECK(graph_->values[size_t(v)].sparse, "output '", output_name(index), "' is dense and has no indices");
   SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
@@ -405,6 +408,7 @@ std::vector<LayerTiming> CudaEngine::profile_layers() {
   enqueue(own_stream_, &ev);
   SCN_CUDA_CHECK(cudaEventRecord(done_event_, own_stream_));
   forwarded_ = true;
+  outputs_valid_ = true;
   SCN_CUDA_CHECK(cudaEventSynchronize(ev.back()));
   std::vector<LayerTiming> out;
   for (size_t i = 0; i < steps_.size(); ++i) {

@@ -310,7 +310,10 @@ class CudaEngine final : public Engine {
   DevMem errors_, counts_;
   std::vector<int32_t*> map_ptr_;
   std::vector<void*> value_ptr_;
-  bool forwarded_ = false;
+  bool forwarded_ = false;  ///< done_event_ has been recorded (a forward, profile or measuring run was enqueued)
+  /// A forward ran since the last binding: output(), output_async() and output_indices() read its results. Every
+  /// binding clears it (a re-plan moves the buffers, and the CPU engine's outputs end at a binding too).
+  bool outputs_valid_ = false;
   bool fit_pending_ = false;      ///< CapacitySource::FirstFrame before its measuring forward
   bool caller_captured_ = false;  ///< a forward was recorded into the caller's own CUDA graph
 };

@@ -25,6 +25,11 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
   const Node& n = g.nodes[size_t(node)];
   if (kind == kErrOverflow && n.op == OpType::Input) {  // a device-side row count (set_input_device_count)
     if (e.row < 0) return detail::concat("input '", n.name, "' (device count): the row count is negative");
+    if (e.v1 < sites_[size_t(an().value_sites[size_t(n.output)])].cap_build)  // clamped to the bound buffers' rows
+      return detail::concat("input '", n.name, "' (device count): the count ", e.v0,
+                            " exceeds the rows of the bound buffers (features and indices of ", e.v1,
+                            " rows, set_input_device_count); only the first ", e.v1,
+                            " rows were read. Bind buffers that hold every counted row");
     return detail::concat("input '", n.name, "' (device count): ", e.v0, " voxels exceed the capacity of ", e.v1,
                           " planned (BuildOptions.max_input_voxels x max_batch, or as fitted to a frame); only the "
                           "first ",
