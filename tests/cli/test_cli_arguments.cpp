@@ -129,11 +129,13 @@ TEST_F(Arguments, CalibrateNeverWritesOverItsModel) {
       scn_cli("calibrate " + q(model) + " -o " + q(dir_ + "/no/such/dir/c.onnx") + " --synthetic 300 --frames 1");
   EXPECT_EQ(missing.code, 1);
   EXPECT_TRUE(has(missing.err, "--output") && has(missing.err, "does not exist")) << missing.err;
-  // a --frame given one file takes no other option as its second
+  // a --frame given one file takes no other option as its second: CLI11 2.1 reads "--grid" as that file (and finds no
+  // such file), later releases stop at the option (a --frame of one value)
   const CliResult one =
       scn_cli("calibrate " + q(model) + " -o " + q(dir_ + "/c.onnx") + " --frame " + q(features_) + " --grid 9x8x8");
   EXPECT_EQ(one.code, 2) << one.err;
-  EXPECT_TRUE(has(one.err, "--frame") && has(one.err, "--grid")) << one.err;
+  EXPECT_TRUE(has(one.err, "--frame") && (has(one.err, "--grid") || has(one.err, "only partially specified")))
+      << one.err;
 }
 
 TEST_F(Arguments, VoxelizeFeaturesAndIndicesGoTogether) {

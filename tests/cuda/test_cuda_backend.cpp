@@ -425,7 +425,21 @@ TEST(CudaBackend, DeviceInputsAndDeviceValidation) {
     gpu->check_errors();
     FAIL() << "no error for a NaN feature";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("row 11 has a feature that is NaN or infinite"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("row 11 has a feature that is NaN, infinite or beyond the float16"),
+              std::string::npos)
+        << e.what();
+  }
+  // a finite float32 feature beyond float16's range (it would become an fp16 infinity in the input step): row 13
+  Tensor wide = in.features.to_dtype(DType::Float32);
+  wide.ptr<float>()[16 * 13 + 2] = 70000.f;
+  gpu->set_input(0, wide.to(Device::Cuda), di, grid, 1);
+  gpu->forward();
+  try {
+    gpu->check_errors();
+    FAIL() << "no error for a float32 feature beyond float16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 13 has a feature that is NaN, infinite or beyond the float16"),
+              std::string::npos)
         << e.what();
   }
   // host inputs are validated on the host

@@ -243,10 +243,11 @@ TEST(VoxelizeCuda, RunBatchBitwiseEqualToTheFramesOnTheCpu) {
   gpu->run_batch(two);
   EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, two),
             voxelize(frames[3], c).stats.voxels + voxelize(frames[2].to(Device::Host), c).stats.voxels);
-  // a single frame afterwards: the first max_voxels rows of the buffer and the config's batch index again
+  // a single frame afterwards: the first rows of the same buffers (one pair and one device count for both kinds of
+  // run) and the config's batch index again
   gpu->run(frames[0]);
   expect_equal_to_cpu(*gpu, frames[0], c);
-  EXPECT_EQ(gpu->features_buffer().dim(0), c.max_voxels);
+  EXPECT_EQ(gpu->features_buffer().dim(0), 4 * c.max_voxels);
   gpu->run_batch(two);
   EXPECT_EQ(voxtest::expect_batch_equals_frames(*gpu, two), gpu->count());
 }
