@@ -3,7 +3,7 @@ call enqueues on."""
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Iterable, Tuple
 
 from scn import _scn
 from scn._scn import Error
@@ -88,3 +88,33 @@ class OnDevice:
     def device(self) -> str:
         """Where its tensors are read in place and its outputs live: 'cpu' or 'cuda:N' (torch's spelling)."""
         return f"cuda:{self._device_index}" if self._cuda else "cpu"
+
+
+def _as_torch_stream(torch, stream: Any, device_index: int):
+    """`stream` (as a call takes it: a torch.cuda.Stream, a handle, 0 for the legacy default stream) as a torch
+    stream object."""
+    if isinstance(stream, torch.cuda.Stream):
+        return stream
+    handle = _stream_handle(stream)
+    if handle == 0:  # the legacy default stream, where the call was enqueued (_call_stream)
+        return torch.cuda.default_stream(device_index)
+    return torch.cuda.ExternalStream(handle, device=torch.device("cuda", device_index))
+
+
+def _record_use(tensors: Iterable[Any], stream: Any, device_index: int) -> None:
+    """Marks CUDA torch tensors as in use on a call's given `stream` (Tensor.record_stream). torch's caching allocator
+    hands a freed block back to the stream that allocated it at once; a tensor read by work enqueued on another
+    stream, then dropped by the caller (and let go of by the engine at its next binding), could otherwise be
+    reallocated and written while that work still reads it. Without a given stream a call runs on torch's current
+    stream, where the tensors were made: nothing to record."""
+    if stream is None:
+        return
+    torch = _torch()
+    if torch is None:
+        return
+    used = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_cuda]
+    if not used:
+        return
+    s = _as_torch_stream(torch, stream, device_index)
+    for t in used:
+        t.record_stream(s)

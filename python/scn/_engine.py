@@ -27,7 +27,7 @@ import weakref
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from scn import _scn
-from scn._device import OnDevice, _call_stream, _parse_device, _stream_handle, _torch
+from scn._device import OnDevice, _as_torch_stream, _call_stream, _parse_device, _record_use, _torch
 from scn._scn import Error
 
 _MODES = ("copy", "view")
@@ -137,6 +137,8 @@ class Engine(OnDevice):
         self._views: Dict[int, Tuple[Any, Any]] = {}  # dense output -> (view_key, its torch view)
         self._bound: Optional[Tuple[Any, ...]] = None  # the call's CUDA torch inputs while their binding holds
         self._points_voxelizer: Any = None  # the voxelizer of the last run_points (its errors are this engine's)
+        # input index -> (features, indices) the engine reads now: forward(stream=) marks them in use there
+        self._set_inputs: Dict[int, Tuple[Any, Any]] = {}
         _live_engines.add(self)
 
     # ---- properties (backend, device: OnDevice) ---------------------------------------------
@@ -169,6 +171,8 @@ class Engine(OnDevice):
         """Runs the model on one sparse input: features [N, C] float16/float32, indices [N, 4] int32 (batch,
         i0, i1, i2 in the model's index order), grid (s0, s1, s2), batch size. Returns Outputs."""
         grid = self._grid(grid)
+        if self._cuda:
+            _record_use((features, indices), stream, self._device_index)
         binding = self._device_binding(features, indices, grid, int(batch_size))
         if self._binding_holds(binding):
             # the same CUDA tensors at the same addresses, shapes and layout: the engine reads them in place, so
@@ -177,8 +181,10 @@ class Engine(OnDevice):
         else:
             self._bound = None
             self._points_voxelizer = None
+            self._set_inputs = {}
             self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
             self._bound = binding
+            self._set_inputs = {0: (features, indices)}
         return self._collect(outputs, out, stream)
 
     def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
@@ -191,6 +197,9 @@ class Engine(OnDevice):
         the voxelizer's index order against the model's. Returns Outputs like __call__."""
         self._bound = None
         self._points_voxelizer = None
+        self._set_inputs = {}  # the voxelizer's buffers from here on
+        if self._cuda:
+            _record_use(points if isinstance(points, (list, tuple)) else (points,), stream, self._device_index)
         self._enqueue(lambda h: self._impl.run_points(voxelizer._impl, points, h), stream)
         self._points_voxelizer = voxelizer
         return self._collect(outputs, out, stream)
@@ -199,10 +208,14 @@ class Engine(OnDevice):
         """Binds one input of a multi-input model (then forward())."""
         self._bound = None
         self._points_voxelizer = None
-        self._impl.set_input(self._input_index(input), features, indices, self._grid(grid), int(batch_size))
+        index = self._input_index(input)
+        self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))
+        self._set_inputs[index] = (features, indices)
 
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""
+        if self._cuda:
+            _record_use((t for pair in self._set_inputs.values() for t in pair), stream, self._device_index)
         self._enqueue(self._impl.forward, stream)
         return self._collect(outputs, out, stream)
 
@@ -227,6 +240,7 @@ class Engine(OnDevice):
         as after run_points."""
         self._bound = None
         self._points_voxelizer = None
+        self._set_inputs = {}
         t = self._impl.time_points(voxelizer._impl, points, int(warmup), int(runs))
         self._points_voxelizer = voxelizer
         return PointsTiming(*(list(ms) for ms in t[:5]), int(t[5]))
@@ -243,6 +257,7 @@ class Engine(OnDevice):
         bound inputs; the engine runs no forward afterwards."""
         self._bound = None
         self._points_voxelizer = None
+        self._set_inputs = {}
         self._impl.release_inputs()
 
     @staticmethod
@@ -335,12 +350,7 @@ class Engine(OnDevice):
         return view
 
     def _torch_stream(self, torch, stream: Any):
-        if isinstance(stream, torch.cuda.Stream):
-            return stream
-        handle = _stream_handle(stream)
-        if handle == 0:  # the legacy default stream, where the forward was enqueued (_call_stream)
-            return torch.cuda.default_stream(self._device_index)
-        return torch.cuda.ExternalStream(handle, device=self.device)
+        return _as_torch_stream(torch, stream, self._device_index)
 
     def _copy_into(self, out: Any, values: List[Any], torch, stream: Any, mode: str) -> List[Any]:
         if torch is None:
