@@ -184,7 +184,8 @@ class Engine(OnDevice):
             self._set_inputs = {}
             self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
             self._bound = binding
-            self._set_inputs = {0: (features, indices)}
+            if self._cuda:
+                self._set_inputs = {0: (features, indices)}
         return self._collect(outputs, out, stream)
 
     def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
@@ -210,7 +211,8 @@ class Engine(OnDevice):
         self._points_voxelizer = None
         index = self._input_index(input)
         self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))
-        self._set_inputs[index] = (features, indices)
+        if self._cuda:
+            self._set_inputs[index] = (features, indices)
 
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""
