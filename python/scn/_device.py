@@ -102,19 +102,26 @@ def _as_torch_stream(torch, stream: Any, device_index: int):
 
 
 def _record_use(tensors: Iterable[Any], stream: Any, device_index: int) -> None:
-    """Marks CUDA torch tensors as in use on a call's given `stream` (Tensor.record_stream). torch's caching allocator
-    hands a freed block back to the stream that allocated it at once; a tensor read by work enqueued on another
-    stream, then dropped by the caller (and let go of by the engine at its next binding), could otherwise be
-    reallocated and written while that work still reads it. Without a given stream a call runs on torch's current
-    stream, where the tensors were made: nothing to record."""
-    if stream is None:
-        return
+    """Marks the engine device's CUDA torch tensors as in use on the stream a call enqueues on (Tensor.record_stream):
+    `stream` when given, else torch's current stream unless that is the default stream. torch's caching allocator
+    hands a freed block back to the stream that allocated it at once; a tensor read by work enqueued on another stream,
+    then dropped by the caller (and let go of by the engine at its next binding), could otherwise be reallocated and
+    written while that work still reads it. Tensors made on the call's stream are unaffected (recording there is a
+    no-op); on torch's default stream with no stream given there is nothing to record (where tensors are usually made:
+    no per-call cost). Other DLPack producers (CuPy, JAX) keep their own allocators' rules."""
     torch = _torch()
     if torch is None:
         return
-    used = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_cuda]
+    if stream is None:
+        if _current_stream_handle(torch, device_index) == 0:
+            return
+        s = torch.cuda.current_stream(device_index)
+    else:
+        s = None
+    used = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_cuda and t.device.index == device_index]
     if not used:
         return
-    s = _as_torch_stream(torch, stream, device_index)
+    if s is None:
+        s = _as_torch_stream(torch, stream, device_index)
     for t in used:
         t.record_stream(s)

@@ -181,11 +181,10 @@ class Engine(OnDevice):
         else:
             self._bound = None
             self._points_voxelizer = None
-            self._set_inputs = {}
+            # before the call: a forward that fails after binding them still holds them (forward(stream=) records)
+            self._set_inputs = {0: (features, indices)} if self._cuda else {}
             self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
             self._bound = binding
-            if self._cuda:
-                self._set_inputs = {0: (features, indices)}
         return self._collect(outputs, out, stream)
 
     def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
@@ -210,9 +209,9 @@ class Engine(OnDevice):
         self._bound = None
         self._points_voxelizer = None
         index = self._input_index(input)
-        self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))
         if self._cuda:
             self._set_inputs[index] = (features, indices)
+        self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))
 
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""

@@ -164,7 +164,7 @@ class PyEngine {
         call.batch || v.config().batch_index == 0, engine_->graph().source, ": voxelizer batch_index ",
         v.config().batch_index,
         ": run_points binds one frame (batch size 1), whose batch index is 0 (give a list of frames for a batch)");
-    const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run(), whose count is elsewhere
+    const int frames_bound = call.batch ? int(call.frames.size()) : 0;  // 0: run() (a single frame)
     Binding b;
     b.voxelizer = nb::borrow(voxelizer);  // the bound buffers are the voxelizer's
     try {

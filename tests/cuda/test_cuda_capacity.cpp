@@ -115,6 +115,24 @@ TEST(CudaCapacity, ALargerFrameGrowsWithGrow) {
   EXPECT_EQ(e->workspace_bytes(), grown);
 }
 
+// With Grow, an overflow is grown into and the forward re-run only while that forward's inputs are bound: after
+// another binding, check_errors() reports the overflowed frame's error (its outputs were truncated; a re-run would be
+// of the other frame), and the next frame's forward runs on its own.
+TEST(CudaCapacity, AnOverflowIsReportedNotRerunAfterARebinding) {
+  SCN_REQUIRE_CUDA();
+  const EngineBuilder b = test::centerpoint_builder(kGrid, kChannels);
+  auto e = b.build(fitted_options(CapacityOverflow::Grow, 1.0));
+  const SparseInput packed = frame(6000, true, 301), spread = frame(6000, false, 303);
+  const RunResult first = run(*e, {packed});
+  e->set_input(0, spread.features, spread.indices, spread.grid, 1);
+  e->forward();  // overflows the levels fitted to the packed frame
+  e->set_input(0, packed.features, packed.indices, packed.grid, 1);
+  const std::string m = error_of([&] { e->check_errors(); });
+  EXPECT_NE(m.find("output sites exceed the capacity"), std::string::npos) << m;
+  const RunResult again = run(*e, {packed});
+  EXPECT_EQ(to_bytes(again.outputs[0]), to_bytes(first.outputs[0]));
+}
+
 // A graph whose output_bound is too small (CapacityOverflowIsReported's): Grow passes it by.
 TEST(CudaCapacity, GrowPassesATooSmallOutputBound) {
   SCN_REQUIRE_CUDA();

@@ -3,6 +3,7 @@
 // before forward()" instead of wrapping buffers no forward wrote; the next forward's outputs are the new frame's.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -71,6 +72,14 @@ TEST(CudaEngineOutputs, ABindingEndsTheLastForwardsOutputs) {
   const Tensor bad = Tensor::empty({10, 3}, DType::Float16);
   EXPECT_THROW(gpu->set_input(0, bad, third.indices, third.grid, third.batch), Error);
   expect_no_outputs(*gpu, "after a failed binding");
+
+  // a forward whose error check_errors() raised (a duplicate row, found on the device) leaves nothing to read
+  Tensor dup = second.indices.clone();
+  std::memcpy(dup.ptr<int32_t>() + 4 * 5, dup.ptr<int32_t>() + 4 * 3, 16);
+  gpu->set_input(0, second.features.to(Device::Cuda), dup.to(Device::Cuda), second.grid, 1);
+  gpu->forward();
+  EXPECT_NE(message_of([&] { gpu->check_errors(); }).find("duplicate"), std::string::npos);
+  expect_no_outputs(*gpu, "after the forward's error was raised");
 }
 
 }  // namespace

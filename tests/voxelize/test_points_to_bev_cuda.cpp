@@ -172,39 +172,49 @@ TEST(PointsToBevCuda, DeviceCountAboveTheCapacityIsAnError) {
   cudaStreamDestroy(s);  // after the last call that waits on it (the voxelizer and the engine keep its handle)
 }
 
-// A device count above the rows of the buffers bound with it (but within the capacity) is clamped to those rows and
-// reported, never read past: here the voxelizer's buffers bound as views of their first 4096 rows.
+// A device count above the rows of the buffers bound with it is clamped to those rows and reported, never read past,
+// and no capacity growth is tried for it: here the voxelizer's buffers bound as views of their first 4096 rows, on an
+// engine planned for more rows and on one planned for exactly 4096 (the two limits equal), each with Error and Grow.
 TEST(PointsToBevCuda, DeviceCountAboveTheBoundRowsIsAnError) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: runs on a GPU machine (scripts/gpu_check.sh)";
   const VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
   const Tensor points = voxtest::make_cloud(c, 100000, 6, /*non_finite=*/false).to(Device::Cuda);
   const Int3 grid = model_grid(c);
-  BuildOptions o = cuda_fp16_options(c, 1);
-  o.cuda_graph = false;
   auto vox = Voxelizer::create(c, Backend::Cuda, 300000);
-  auto eng = test::centerpoint_builder(grid, 5).build(o);
   Tensor f = vox->features_buffer(), i = vox->indices_buffer();
   const Tensor f_view = Tensor::wrap(f.data(), {4096, f.dim(1)}, f.dtype(), Device::Cuda);
   const Tensor i_view = Tensor::wrap(i.data(), {4096, 4}, DType::Int32, Device::Cuda);
-  eng->set_input_device_count(0, f_view, i_view, vox->device_count(), grid);
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  vox->run(points, s);
-  eng->forward(s);
-  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  const int64_t voxels = vox->count();
-  ASSERT_GT(voxels, 4096);
-  ASSERT_LT(voxels, c.max_voxels) << "the count must be within the engine's capacity for this case";
-  try {
-    eng->check_errors();
-    FAIL() << "no error for a count of " << voxels << " on buffers of 4096 rows";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("the count " + std::to_string(voxels) + " exceeds the rows of the bound buffers"),
-              std::string::npos)
-        << m;
-    EXPECT_NE(m.find("of 4096 rows"), std::string::npos) << m;
-  }
+  for (const int64_t capacity : {int64_t(c.max_voxels), int64_t(4096)})
+    for (const CapacityOverflow overflow : {CapacityOverflow::Error, CapacityOverflow::Grow}) {
+      SCOPED_TRACE("capacity " + std::to_string(capacity) +
+                   (overflow == CapacityOverflow::Grow ? ", Grow" : ", Error"));
+      BuildOptions o = cuda_fp16_options(c, 1);
+      o.cuda_graph = false;
+      o.max_input_voxels = capacity;
+      o.on_capacity_overflow = overflow;
+      auto eng = test::centerpoint_builder(grid, 5).build(o);
+      eng->set_input_device_count(0, f_view, i_view, vox->device_count(), grid);
+      vox->run(points, s);
+      eng->forward(s);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      const int64_t voxels = vox->count();
+      ASSERT_GT(voxels, 4096);
+      ASSERT_LT(voxels, c.max_voxels);
+      const size_t workspace = eng->workspace_bytes();
+      try {
+        eng->check_errors();
+        FAIL() << "no error for a count of " << voxels << " on buffers of 4096 rows";
+      } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("the count " + std::to_string(voxels) + " exceeds the rows of the bound buffers"),
+                  std::string::npos)
+            << m;
+        EXPECT_NE(m.find("of 4096 rows"), std::string::npos) << m;
+      }
+      EXPECT_EQ(eng->workspace_bytes(), workspace) << "grown for a limit no capacity lifts";
+    }
   cudaStreamDestroy(s);
 }
 

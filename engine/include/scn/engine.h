@@ -198,9 +198,10 @@ class Engine {
   virtual void set_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size = 1,
                          const InputLabels& labels = {}) = 0;
   /// Binds a sparse input whose row count lives in device memory (a Voxelizer's device_count()):
-  /// features [cap, C] and indices [cap, 4] are device buffers of which the first *device_count
+  /// features [rows, C] and indices [rows, 4] are device buffers of which the first *device_count
   /// rows are valid; forward() reads the count on the device (no host synchronisation), and a
-  /// count above the capacity planned at build is a device error raised by check_errors(). Enqueue the producer
+  /// count above the buffers' rows or the capacity planned at build is a device error raised by check_errors() (no
+  /// row past either is read; CapacityOverflow::Grow grows the capacity, never past the buffers). Enqueue the producer
   /// and forward() on one stream you name, or name none to either: Voxelizer::run(points) then runs on the legacy
   /// default stream and forward() after it (see forward()).
   /// Backends without it throw scn::Error (docs/voxelize.md, "One graph from points to BEV").
@@ -218,7 +219,8 @@ class Engine {
   /// check_errors().
   virtual void forward(void* stream = nullptr) = 0;
   /// A graph output (dense output: the tensor; sparse output: its features [N, C]). Lives on the
-  /// backend's device; valid until the next forward.
+  /// backend's device; valid until the next forward. Requested after a binding (set_input) with no forward since, or
+  /// after check_errors() raised the forward's error, it is an scn::Error ("requested before forward()").
   virtual Tensor output(int index) = 0;
   /// Indices [N, 4] of a sparse output.
   virtual Tensor output_indices(int index) = 0;

@@ -72,6 +72,10 @@ class CudaVoxelizer final : public Voxelizer {
     fork_ = std::make_unique<OwnedEvent>();  // streams and events on the voxelizer's device (set above)
     alloc(small_, size_t(max_batch) * kSmallBytes);
     SCN_CUDA_CHECK(cudaMemset(small_.get(), 0, small_.bytes()));
+    alloc(batch_state_, sizeof(BatchState));
+    SCN_CUDA_CHECK(cudaMemset(batch_state_.get(), 0, batch_state_.bytes()));  // device_count() is 0 before any run
+    // The memsets above run on the legacy stream without a host wait; the copy below, from pageable memory,
+    // synchronises that stream first, so a first run on a non-blocking stream finds them all written.
     alloc(columns_, size_t(F_) * sizeof(int));
     SCN_CUDA_CHECK(
         cudaMemcpy(columns_.get(), c.feature_columns.data(), size_t(F_) * sizeof(int), cudaMemcpyHostToDevice));
@@ -79,8 +83,6 @@ class CudaVoxelizer final : public Voxelizer {
     const size_t batch_rows = size_t(max_batch) * size_t(c.max_voxels);
     alloc(features_, batch_rows * row_bytes_);
     alloc(indices_, batch_rows * 16);
-    alloc(batch_state_, sizeof(BatchState));
-    SCN_CUDA_CHECK(cudaMemset(batch_state_.get(), 0, batch_state_.bytes()));  // device_count() is 0 before any run
   }
   ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 

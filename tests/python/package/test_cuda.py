@@ -188,22 +188,35 @@ def test_given_stream(engine, tiny):
     assert busy and torch.equal(got, want)
 
 
-def test_inputs_read_on_a_given_stream_are_not_reallocated_under_it(engine, tiny):
-    # torch's caching allocator gives a freed block back to its own stream (here the current one) at once. Inputs that
+@pytest.mark.parametrize("how", ["stream=", "current stream", "set_input"])
+def test_inputs_read_on_another_stream_are_not_reallocated_under_it(engine, tiny, how):
+    # torch's caching allocator gives a freed block back to its own stream (here the default one) at once. Inputs that
     # a forward on another stream still reads, dropped by the caller and let go of by the engine's next binding, must
-    # not be handed out again before that forward is done: the package records them on the call's stream.
+    # not be handed out again before that forward is done: the package records them on the call's stream (given, or
+    # torch's current one; also for set_input + forward(stream=)).
     side = torch.cuda.Stream()
-    engine(*dev_inputs(tiny), GRID, stream=side, outputs="view")  # planned, tuned and captured for these shapes
+
+    def call(f, i):
+        if how == "stream=":
+            engine(f, i, GRID, stream=side, outputs="view")
+        elif how == "current stream":
+            with torch.cuda.stream(side):
+                engine(f, i, GRID, outputs="view")
+        else:
+            engine.set_input(0, f, i, GRID)
+            engine.forward(stream=side, outputs="view")
+
+    call(*dev_inputs(tiny))  # planned, tuned and captured for these shapes
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     f, i = dev_inputs(tiny)
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         torch.cuda._sleep(int(2e9))  # the forwards below wait behind this on `side`
-    engine(f, i, GRID, stream=side, outputs="view")
+    call(f, i)
     old = {f.data_ptr(), i.data_ptr()}
     like = [(f.shape, f.dtype), (i.shape, i.dtype)]
-    engine(*dev_inputs(tiny), GRID, stream=side, outputs="view")  # a new binding: the engine lets go of f and i
+    call(*dev_inputs(tiny))  # a new binding: the engine lets go of f and i
     del f, i
     again = [torch.empty(shape, dtype=dtype, device="cuda") for shape, dtype in like for _ in range(16)]
     busy = not side.query()

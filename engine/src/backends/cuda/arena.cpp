@@ -150,11 +150,11 @@ void CudaEngine::stage_inputs(cudaStream_t s, bool in_capture) {
     const SiteInfo& si = sites_[size_t(an().value_sites[size_t(graph_->inputs[k])])];
     if (in.device_count) {
       // The count is clamped to the rows that are both planned and bound: a count past the bound buffers' rows is an
-      // error like one past the capacity (errors.cpp tells them apart), never a read beyond the caller's memory.
-      const int64_t rows = std::min<int64_t>(in.dev_features.dim(0), si.cap_build);
+      // error like one past the capacity (its own message), never a read beyond the caller's memory.
       launch_stage_counted_rows(in.dev_features.data(), in.raw_feat.get(), in.channels * (in.raw_fp32 ? 4 : 2),
                                 static_cast<const int32_t*>(in.dev_indices.data()), in.raw_idx.get<int32_t>(),
-                                in.device_count, si.dev.count, rows, err_of(in.node) + kErrOverflow, sm_count_, s);
+                                in.device_count, si.dev.count, si.cap_build, in.dev_features.dim(0),
+                                err_of(in.node) + kErrOverflow, sm_count_, s);
     } else if (in.on_device) {
       // Read in place by the input step: only the buffers' addresses and the row count are written (in stream
       // order before the forward's kernels), and only when they differ from what an earlier forward wrote —

@@ -60,9 +60,8 @@ std::vector<int64_t> CudaEngine::overflow_rows(const std::vector<ErrSlot>& e, bo
       if (es.hits == 0) continue;
       const Node& node = g().nodes[n];
       int s = -1;
-      if (k == kErrOverflow && node.op == OpType::Input && es.row >= 0 &&
-          es.v1 == sites_[size_t(an().value_sites[size_t(node.output)])].cap_build)  // not the bound buffers' rows
-        s = an().value_sites[size_t(node.output)];
+      if (k == kErrOverflow && node.op == OpType::Input && es.row == kCountRowBeyondCapacity)
+        s = an().value_sites[size_t(node.output)];  // (a count past the bound buffers or negative: no growth fixes it)
       else if (k == kErrOverflow && node.op == OpType::SparseConv && an().node_map[n] >= 0)
         s = an().maps[size_t(an().node_map[n])].out_sites;
       if (s < 0) {

@@ -373,14 +373,17 @@ void CudaEngine::check_errors() {
       if (es.hits) return true;
     return false;
   };
-  // Grow: the overflowed capacities grow and the forward re-runs; what remains is reported below.
-  if (read() && grow_on_overflow(e)) read();
+  // Grow: the overflowed capacities grow and the forward re-runs; what remains is reported below. Only while the
+  // overflowed forward's inputs are still bound (no binding since): a re-run would otherwise be of other inputs, and
+  // the overflow of the frame that had it would go unreported.
+  if (read() && outputs_valid_ && grow_on_overflow(e)) read();
   for (size_t n = 0; n < g().nodes.size(); ++n) {
     for (int k = 0; k < kNumErrKinds; ++k) {
       const ErrSlot& es = e[n * kNumErrKinds + size_t(k)];
       if (es.hits == 0) continue;
       std::string msg = error_message(int(n), k, es);
       reset_errors();
+      outputs_valid_ = false;  // the forward's outputs are wrong: not readable once its error was raised
       throw Error(msg);
     }
   }
@@ -401,6 +404,7 @@ std::vector<LayerTiming> CudaEngine::profile_layers() {
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": profile_layers() before set_input() for input '", input_name(int(k)),
               "'");
+  outputs_valid_ = false;  // until its forward is enqueued
   ensure_planned();
   stage_inputs(own_stream_);
   std::vector<cudaEvent_t> ev(steps_.size() + 1);

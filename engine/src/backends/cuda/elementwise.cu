@@ -1,6 +1,8 @@
 // Small kernels: counts, residual add / ReLU when they are not fused into a conv, Concat, the
 // fused densify (ScatterDense + Transpose folded, zeros written in the same pass), generic
 // permutation and the compaction of padded sparse outputs.
+#include <algorithm>
+
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/ptx.cuh"
 
@@ -14,20 +16,26 @@ __global__ void set_input_source_kernel(InputSource* dst, InputSource src, int* 
 }
 
 // An input whose row count lives on the device (set_input_device_count): the count is clamped to
-// the capacity (an overflow is recorded, never read past), stored as the site count, and the first
-// rows of features (copied as 2-byte units: fp16 rows of odd channel counts are not 4-byte
-// aligned) and indices are staged.
+// the capacity and to the bound buffers' rows (an excess is recorded, never read past), stored as the site count,
+// and the first rows of features (copied as 2-byte units: fp16 rows of odd channel counts are not 4-byte
+// aligned) and indices are staged. The error's row tells the causes apart (kCountRow*, kernels.h).
 __global__ void stage_counted_rows_kernel(const uint16_t* __restrict__ src_feat, uint16_t* __restrict__ dst_feat,
                                           int feat_row_halves, const int4* __restrict__ src_idx,
                                           int4* __restrict__ dst_idx, const int* src_count, int* dst_count, int64_t cap,
-                                          ErrSlot* err) {
+                                          int64_t bound_rows, ErrSlot* err) {
   const int64_t raw = *src_count;
-  const int64_t n = raw < 0 ? 0 : (raw < cap ? raw : cap);
+  const int64_t limit = bound_rows < cap ? bound_rows : cap;
+  const int64_t n = raw < 0 ? 0 : (raw < limit ? raw : limit);
   const int64_t tid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   if (tid == 0) {
     *dst_count = int(n);
-    if (raw < 0 || raw > cap) record_error(err, raw < 0 ? -1 : 0, raw < 0 ? 0 : raw, cap);  // row -1: negative
+    if (raw < 0)
+      record_error(err, kCountRowNegative, 0, cap);
+    else if (raw > bound_rows)  // no capacity fixes this one: it is reported first
+      record_error(err, kCountRowBeyondBuffers, raw, bound_rows);
+    else if (raw > cap)
+      record_error(err, kCountRowBeyondCapacity, raw, cap);
   }
   for (int64_t i = tid; i < n * feat_row_halves; i += stride) dst_feat[i] = src_feat[i];
   for (int64_t i = tid; i < n; i += stride) dst_idx[i] = src_idx[i];
@@ -240,12 +248,13 @@ void launch_set_input_source(InputSource* dst, InputSource src, int* count, int 
 }
 
 void launch_stage_counted_rows(const void* src_feat, void* dst_feat, int feat_row_bytes, const int32_t* src_idx,
-                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, ErrSlot* err,
-                               int sm, cudaStream_t st) {
+                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, int64_t bound_rows,
+                               ErrSlot* err, int sm, cudaStream_t st) {
   const int halves = feat_row_bytes / 2;
-  stage_counted_rows_kernel<<<grid_for(cap * halves, 256, sm), 256, 0, st>>>(
+  stage_counted_rows_kernel<<<grid_for(std::min(cap, bound_rows) * halves, 256, sm), 256, 0, st>>>(
       static_cast<const uint16_t*>(src_feat), static_cast<uint16_t*>(dst_feat), halves,
-      reinterpret_cast<const int4*>(src_idx), reinterpret_cast<int4*>(dst_idx), src_count, dst_count, cap, err);
+      reinterpret_cast<const int4*>(src_idx), reinterpret_cast<int4*>(dst_idx), src_count, dst_count, cap, bound_rows,
+      err);
   SCN_CUDA_LAUNCHED();
 }
 

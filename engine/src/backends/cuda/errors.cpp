@@ -24,8 +24,9 @@ std::string CudaEngine::error_message(int node, int kind, const ErrSlot& e) cons
   const Graph& g = *graph_;
   const Node& n = g.nodes[size_t(node)];
   if (kind == kErrOverflow && n.op == OpType::Input) {  // a device-side row count (set_input_device_count)
-    if (e.row < 0) return detail::concat("input '", n.name, "' (device count): the row count is negative");
-    if (e.v1 < sites_[size_t(an().value_sites[size_t(n.output)])].cap_build)  // clamped to the bound buffers' rows
+    if (e.row == kCountRowNegative)
+      return detail::concat("input '", n.name, "' (device count): the row count is negative");
+    if (e.row == kCountRowBeyondBuffers)
       return detail::concat("input '", n.name, "' (device count): the count ", e.v0,
                             " exceeds the rows of the bound buffers (features and indices of ", e.v1,
                             " rows, set_input_device_count); only the first ", e.v1,

@@ -275,9 +275,13 @@ void launch_set_input_source(InputSource* dst, InputSource src, int* count, int 
 /// Stages an input whose row count is on the device: *dst_count = min(*src_count, cap) and the
 /// first rows of features (feat_row_bytes each, even) and indices [., 4] copied; a count above
 /// cap (or negative) is recorded in err (v0 = count, v1 = cap).
+/// The row an input's device-count error is recorded with (ErrSlot::row of kErrOverflow at an Input node): which
+/// limit the count passed. Rows past the bound buffers are reported before the capacity (no growth fixes them).
+constexpr int64_t kCountRowNegative = -1, kCountRowBeyondCapacity = 0, kCountRowBeyondBuffers = 1;
+/// Stages a device-count input's first min(*src_count, cap, bound_rows) rows (the bound buffers hold bound_rows).
 void launch_stage_counted_rows(const void* src_feat, void* dst_feat, int feat_row_bytes, const int32_t* src_idx,
-                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, ErrSlot* err,
-                               int sm_count, cudaStream_t st);
+                               int32_t* dst_idx, const int* src_count, int* dst_count, int64_t cap, int64_t bound_rows,
+                               ErrSlot* err, int sm_count, cudaStream_t st);
 /// y = a + b (then ReLU when relu) over rows < *count, rows of cp halves.
 void launch_add(const void* a, const void* b, void* y, int cp, const int* count, int64_t cap, bool relu, int sm_count,
                 cudaStream_t st);
