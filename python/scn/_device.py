@@ -24,13 +24,32 @@ def _torch():
 
 
 def _parse_device(device: Any) -> Tuple[str, int]:
+    """(kind, CUDA device index). "cuda" and "auto" without an index take torch's current device, as torch's own
+    "cuda" does (device 0 without torch), so that a process pinned to a GPU (torch.cuda.set_device, a DDP rank)
+    builds its engines there."""
     text = str(device)
     kind, _, index = text.partition(":")
     if kind not in ("auto", "cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
         raise Error(f"device {text!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
     if kind == "auto":
         kind = "cuda" if _scn.cuda_available() else "cpu"
-    return kind, int(index) if index else 0
+    if index:
+        return kind, int(index)
+    if kind == "cuda":
+        torch = _torch()
+        if torch is not None and torch.cuda.is_available():
+            return kind, int(torch.cuda.current_device())
+    return kind, 0
+
+
+def _refuse_grad(who: str, name: str, t: Any) -> None:
+    """scn runs inference only: a torch tensor that requires grad, given while grad mode is on, would have its
+    graph cut without a word (DLPack hands over the data alone), so the training step would never update what
+    produced it."""
+    torch = _torch()
+    if torch is not None and isinstance(t, torch.Tensor) and t.requires_grad and torch.is_grad_enabled():
+        raise Error(f"{who}: {name} requires grad, and scn runs inference only (no gradient flows back through it): "
+                    f"pass {name}.detach(), or call under torch.no_grad() / torch.inference_mode()")
 
 
 _LEGACY_STREAM = 1  # cudaStreamLegacy (Engine::forward replays its graph there, or captures it joined by events)

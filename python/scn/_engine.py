@@ -27,7 +27,8 @@ import weakref
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from scn import _scn
-from scn._device import OnDevice, _as_torch_stream, _call_stream, _parse_device, _record_use, _torch
+from scn._device import (OnDevice, _as_torch_stream, _call_stream, _parse_device, _record_use, _refuse_grad,
+                         _torch)
 from scn._scn import Error
 
 _MODES = ("copy", "view")
@@ -102,10 +103,15 @@ class Outputs(tuple):
         return dict(zip(self.names, self))
 
 
+def _rebuild_engine(args: Dict[str, Any]) -> "Engine":
+    return Engine(**args)
+
+
 class Engine(OnDevice):
     """An scn engine built from an NVIDIA-schema ONNX file.
 
-    device: "auto" (CUDA when scn has it and a GPU is visible, else CPU), "cpu", "cuda" or "cuda:N".
+    device: "auto" (CUDA when scn has it and a GPU is visible, else CPU), "cpu", "cuda" or "cuda:N"; "auto" and
+        "cuda" run on torch's current CUDA device (device 0 without torch).
     precision: "fp32", "fp16" or "int8"; default fp16 on CUDA (which has no fp32 path), fp32 on the CPU.
     max_voxels / max_batch: CUDA capacities planned at build (None: the graph's largest bound). An engine
         planned for several frames sums its 128-channel convs unsplit (faster at batch; fp16 bits differ slightly
@@ -125,6 +131,11 @@ class Engine(OnDevice):
         kind, index = _parse_device(device)
         if precision is None:
             precision = "fp16" if kind == "cuda" else "fp32"
+        # what pickling rebuilds the engine from (the device resolved: the same GPU in the process that loads it)
+        self._init_args = dict(path=str(path), device=f"{kind}:{index}" if kind == "cuda" else kind,
+                               precision=precision, max_voxels=max_voxels, max_batch=max_batch, cuda_graph=cuda_graph,
+                               num_threads=num_threads, capacity=capacity, grow=grow,
+                               capacity_margin=capacity_margin, tuning_cache=tuning_cache)
         # None: scn's default (the binding checks a given value)
         self._impl = _scn._Engine(str(path), kind, precision, None if max_voxels is None else int(max_voxels),
                                   int(max_batch), bool(cuda_graph), index, int(num_threads), str(capacity), bool(grow),
@@ -161,6 +172,15 @@ class Engine(OnDevice):
         """Output names and their kind ('dense' or 'sparse')."""
         return {n: ("sparse" if s else "dense") for n, s in zip(self._outputs, self._sparse)}
 
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Engine":
+        """Deep copies share the engine (an EMA or averaged model copies its modules; the engine holds no trainable
+        state, and a second engine would plan and tune again)."""
+        return self
+
+    def __reduce__(self):
+        """Pickling (torch.save of a module) stores the ONNX path and options; loading builds a new engine from them."""
+        return (_rebuild_engine, (self._init_args,))
+
     def __repr__(self) -> str:
         return (f"scn.Engine({self.path!r}, device={self.device!r}, precision={self.precision!r}, "
                 f"inputs={self.inputs}, outputs={self.outputs})")
@@ -171,6 +191,7 @@ class Engine(OnDevice):
         """Runs the model on one sparse input: features [N, C] float16/float32, indices [N, 4] int32 (batch,
         i0, i1, i2 in the model's index order), grid (s0, s1, s2), batch size. Returns Outputs."""
         grid = self._grid(grid)
+        _refuse_grad("scn.Engine", "features", features)
         if self._cuda:
             _record_use((features, indices), stream, self._device_index)
         binding = self._device_binding(features, indices, grid, int(batch_size))
@@ -197,6 +218,8 @@ class Engine(OnDevice):
         the voxelizer's index order against the model's. Returns Outputs like __call__."""
         self._bound = None
         self._points_voxelizer = None
+        for p in points if isinstance(points, (list, tuple)) else (points,):
+            _refuse_grad("scn.Engine.run_points", "points", p)
         self._set_inputs = {}  # the voxelizer's buffers from here on
         if self._cuda:
             _record_use(points if isinstance(points, (list, tuple)) else (points,), stream, self._device_index)
@@ -209,6 +232,7 @@ class Engine(OnDevice):
         self._bound = None
         self._points_voxelizer = None
         index = self._input_index(input)
+        _refuse_grad("scn.Engine.set_input", "features", features)
         if self._cuda:
             self._set_inputs[index] = (features, indices)
         self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))

@@ -14,11 +14,11 @@ than ``max_voxels`` (per frame) is an scn.Error, never a silent truncation.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 from scn import _scn
 from scn._scn import Error
-from scn._device import OnDevice, _call_stream, _parse_device, _torch
+from scn._device import OnDevice, _call_stream, _parse_device, _refuse_grad, _torch
 
 # the configuration fields an override may set (scn::VoxelizerConfig)
 _FIELDS = ("range", "voxel_size", "max_points_per_voxel", "max_voxels", "reduction", "point_columns",
@@ -42,6 +42,12 @@ class VoxelizeStats(NamedTuple):
 def presets() -> Tuple[str, ...]:
     """The names of the voxelizer presets."""
     return tuple(_scn.voxelizer_preset_names())
+
+
+def _rebuild_voxelizer(args: Dict[str, Any]) -> "Voxelizer":
+    a = dict(args)
+    overrides = a.pop("overrides")
+    return Voxelizer(a.pop("preset"), **a, **overrides)
 
 
 class Voxelizer(OnDevice):
@@ -76,8 +82,20 @@ class Voxelizer(OnDevice):
             config.name = f"{config.name} with {', '.join(overrides)}"
         kind, index = _parse_device(device)
         self._impl = _scn._Voxelizer(config, kind, int(max_points), index, int(max_batch), int(parallel_frames))
+        # what pickling rebuilds the voxelizer from (the device resolved)
+        self._init_args = dict(preset=str(preset), device=f"{kind}:{index}" if kind == "cuda" else kind,
+                               max_points=max_points, max_batch=max_batch, parallel_frames=parallel_frames,
+                               overrides=dict(overrides))
         self._device_index = index
         self._cuda = self._impl.backend == "cuda"
+
+    def __deepcopy__(self, memo: Dict[Any, Any]) -> "Voxelizer":
+        """Deep copies share the voxelizer (it holds no trainable state; see Engine.__deepcopy__)."""
+        return self
+
+    def __reduce__(self):
+        """Pickling stores the preset, settings and sizes; loading builds a new voxelizer from them."""
+        return (_rebuild_voxelizer, (self._init_args,))
 
     @property
     def config(self):
@@ -129,6 +147,8 @@ class Voxelizer(OnDevice):
         if torch is None and self._cuda and outputs == "copy":
             raise Error("scn.Voxelizer: outputs='copy' from a CUDA voxelizer needs torch; give outputs='view' (DLPack "
                         "capsules of the voxelizer's buffers)")
+        for p in points if isinstance(points, (list, tuple)) else (points,):
+            _refuse_grad("scn.Voxelizer", "points", p)
         self._impl.run(points, _call_stream(stream, self._device_index) if self._cuda else 0)
         fw = 2 if torch is not None else (0 if self._cuda else 1)
         got = tuple(self._impl.output(part, fw) for part in (0, 1))

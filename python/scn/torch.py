@@ -15,7 +15,11 @@ forward accepts what spconv backbones are called with:
 
 It returns the dense output (``output`` selects which, by name or position; sparse outputs come back as a
 (features, indices) pair), cast to the input features' dtype (``output_dtype`` overrides: the CUDA engine
-computes in fp16). The engine is not trained: parameters stay those of the exported file.
+computes in fp16). The engine is not trained: parameters stay those of the exported file, and inputs that require
+grad are refused while grad mode is on (no gradient would flow back; detach them or run under torch.no_grad()).
+Host inputs are copied to the engine's device; CUDA inputs on another GPU are an error (the module holds no tensors,
+so .to() / .cuda() do not move it: build it on its inputs' device). Deep copies (an EMA model) share the engine;
+pickling rebuilds it from its ONNX file and options.
 
 Both modules raise the engine's device-side errors at the end of each call (``check_errors=True``, the default:
 indices outside the grid or the batch, more voxels than the plan or the voxelizer holds), which waits for the
@@ -55,8 +59,35 @@ def _engine_of(who: str, model: Union[str, Engine], options: Mapping[str, Any]) 
 
 def _check_output(who: str, engine: Engine, output: Union[int, str]) -> None:
     names = list(engine.outputs)
-    if isinstance(output, str) and output not in names:
-        raise Error(f"{who}: {engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+    if isinstance(output, str):
+        if output not in names:
+            raise Error(f"{who}: {engine.path} has no output {output!r}; outputs: {', '.join(names)}")
+    elif not isinstance(output, int) or isinstance(output, bool) or not -len(names) <= output < len(names):
+        raise Error(f"{who}: output={output!r}: expected an output name or a position below {len(names)} "
+                    f"(outputs of {engine.path}: {', '.join(names)})")
+
+
+def _on_engine_device(who: str, engine: Engine, name: str, t: torch.Tensor) -> torch.Tensor:
+    """`t` on the engine's device: a host tensor is copied there; a CUDA tensor on another GPU than the engine's is
+    an error (a module does not move between GPUs with .to() / .cuda(): it holds no tensors; build it on the device
+    of its inputs)."""
+    dev = torch.device(engine.device)
+    if t.device == dev:
+        return t
+    if t.is_cuda:
+        raise Error(f"{who}: {name} on {t.device}, the engine {engine.path} on {engine.device}; build the module on "
+                    f"its inputs' device (device='cuda:{t.device.index}')")
+    return t.to(dev)
+
+
+def _is_shape(x: Any) -> bool:
+    """A spatial shape given positionally: three sizes as a list, tuple, torch.Size, 1-d tensor or numpy array."""
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__len__"):
+        return False
+    try:
+        return len(x) == 3
+    except TypeError:  # a 0-d tensor or array: a batch size
+        return False
 
 
 def _cast(value, dtype: torch.dtype):
@@ -98,8 +129,11 @@ class SparseBackbone(nn.Module):
             x = args[0]  # spconv SparseConvTensor
             return x.features, x.indices, tuple(x.spatial_shape), int(x.batch_size)
         names = ("features", "indices", "spatial_shape", "batch_size")
+        if len(args) > len(names):
+            raise Error(f"SparseBackbone.forward: {len(args)} positional arguments; expected at most "
+                        "(features, indices, spatial_shape, batch_size)")
         values = dict(zip(names, args))
-        if len(args) == 3 and not isinstance(args[2], (list, tuple, torch.Size)):
+        if len(args) == 3 and not _is_shape(args[2]):
             values = {"features": args[0], "indices": args[1], "batch_size": args[2]}  # mmdet3d (f, coors, B)
         for k, v in kwargs.items():
             if k not in names or k in values:
@@ -111,15 +145,25 @@ class SparseBackbone(nn.Module):
         grid = values.get("spatial_shape", self.spatial_shape)
         if grid is None:
             raise Error("SparseBackbone.forward: no spatial_shape (pass it to forward or to SparseBackbone)")
-        return values["features"], values["indices"], tuple(grid), int(values.get("batch_size", 1))
+        if "batch_size" not in values:
+            raise Error("SparseBackbone.forward: no batch_size (expected (features, indices, batch_size) or "
+                        "(features, indices, spatial_shape, batch_size))")
+        try:
+            grid = tuple(int(g) for g in grid)
+            batch_size = int(values["batch_size"])
+        except (TypeError, ValueError):
+            raise Error(f"SparseBackbone.forward: spatial_shape {grid!r} / batch_size {values['batch_size']!r}: "
+                        "expected three sizes and an integer") from None
+        return values["features"], values["indices"], grid, batch_size
 
     def _run(self, features, indices, grid, batch_size):
         if features.dtype not in (torch.float16, torch.float32):
             features = features.float()
         if indices.dtype != torch.int32:
             indices = indices.int()
-        dev = torch.device(self.engine.device)
-        outs = self.engine(features.to(dev).contiguous(), indices.to(dev).contiguous(), grid, batch_size)
+        features = _on_engine_device("SparseBackbone", self.engine, "features", features)
+        indices = _on_engine_device("SparseBackbone", self.engine, "indices", indices)
+        outs = self.engine(features.contiguous(), indices.contiguous(), grid, batch_size)
         if self.check_errors:
             self.engine.check_errors()
         return outs
@@ -178,7 +222,7 @@ class PointsBackbone(nn.Module):
         if not given or not all(isinstance(p, torch.Tensor) for p in given):
             raise Error("PointsBackbone.forward: expected a points tensor [P, C] or a non-empty list of them")
         ready = [p if p.dtype in (torch.float16, torch.float32) else p.float() for p in given]
-        ready = [p.contiguous() for p in ready]
+        ready = [_on_engine_device("PointsBackbone", self.engine, "points", p).contiguous() for p in ready]
         outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
         if self.check_errors:
             self.engine.check_errors()  # the voxelizer's first (more voxels than its max_voxels), then the engine's

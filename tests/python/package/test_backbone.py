@@ -103,3 +103,50 @@ def test_modules_raise_the_engines_errors_at_the_end_of_each_call(tmp_path):
         engine.check_errors = lambda: seen.append(1)
         SparseBackbone(engine, spatial_shape=GRID, check_errors=flag)(f, i, 1)
         assert len(seen) == calls, flag
+
+
+def test_detector_integration_edges(tmp_path):
+    # what a detector's training and checkpoint code does around the swapped module
+    import copy
+    import pickle
+
+    import numpy as np
+
+    model = seeded(TinyBackbone(sparse_nn))
+    feats, idx = make_frame(4, batch=2)
+    export_spconv(model, tmp_path / "bb.onnx", feats, idx, GRID, batch_size=2)
+    engine = scn.Engine(tmp_path / "bb.onnx", device="cpu", precision="fp32")
+    bb = SparseBackbone(engine, spatial_shape=GRID)
+    f, i = torch.from_numpy(feats), torch.from_numpy(idx)
+    want = bb(f, i, 2)
+    # an output position past the outputs is refused at construction, naming it
+    with pytest.raises(scn.Error, match="output=1: expected an output name or a position below 1"):
+        SparseBackbone(engine, output=1)
+    assert torch.equal(SparseBackbone(engine, spatial_shape=GRID, output=-1)(f, i, 2), want)
+    # a spatial shape given positionally as an array or a tensor (OpenPCDet's sparse_shape is a numpy array)
+    assert torch.equal(bb(f, i, np.array(GRID), 2), want)
+    assert torch.equal(bb(f, i, torch.tensor(GRID), torch.tensor(2)), want)
+    # no batch size: an error, not a batch of one
+    with pytest.raises(scn.Error, match="no batch_size"):
+        bb(f, i, GRID)
+    with pytest.raises(scn.Error, match="no batch_size"):
+        bb(features=f, indices=i)
+    # features that require grad while grad mode is on: refused (their graph would be cut); detached or under
+    # no_grad they run
+    trained = f.clone().requires_grad_(True)
+    with pytest.raises(scn.Error, match="features requires grad, and scn runs inference only"):
+        bb(trained, i, 2)
+    with torch.no_grad():
+        assert torch.equal(bb(trained, i, 2), want)
+    assert torch.equal(bb(trained.detach(), i, 2), want)
+    # deep copies (an EMA model) share the engine; pickling (torch.save of the module) rebuilds it from its file
+    twin = copy.deepcopy(bb)
+    assert twin.engine is bb.engine and torch.equal(twin(f, i, 2), want)
+    loaded = pickle.loads(pickle.dumps(bb))
+    assert loaded.engine is not bb.engine and loaded.engine.path == engine.path
+    assert loaded.engine.precision == "fp32" and loaded.engine.device == "cpu"
+    assert torch.equal(loaded(f, i, 2), want)
+    vox = scn.Voxelizer("nuscenes-centerpoint", device="cpu", max_points=1000, max_voxels=500)
+    again = pickle.loads(pickle.dumps(vox))
+    assert copy.deepcopy(vox) is vox
+    assert again.config.max_voxels == 500 and again.max_points == 1000 and again.grid == vox.grid
