@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/error_message.h"
 #include "cuda/cuda_test_util.h"
 #include "engine/centerpoint_graph.h"
 
@@ -40,14 +41,7 @@ std::string first_strided_conv(const Graph& g) {
   return {};
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return {};
-}
+std::string error_of(const std::function<void()>& f) { return test::error_message(f); }
 
 TEST(CudaCapacity, FirstFrameFitsAndMatchesTheBoundsPlan) {
   SCN_REQUIRE_CUDA();

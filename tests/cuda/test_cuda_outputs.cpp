@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
 #include <string>
 #include <utility>
 
+#include "common/error_message.h"
 #include "cuda/cuda_test_util.h"
 #include "engine/centerpoint_graph.h"
 
@@ -18,21 +18,15 @@ using namespace scn::cudatest;
 using test::random_input;
 using test::SparseInput;
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_message;
 
 void expect_no_outputs(Engine& e, const std::string& when) {
-  EXPECT_NE(message_of([&] { e.output(0); }).find("output(0) requested before forward()"), std::string::npos) << when;
-  EXPECT_NE(message_of([&] { e.output_async(0); }).find("output_async(0) requested before forward()"),
+  EXPECT_NE(error_message([&] { e.output(0); }).find("output(0) requested before forward()"), std::string::npos)
+      << when;
+  EXPECT_NE(error_message([&] { e.output_async(0); }).find("output_async(0) requested before forward()"),
             std::string::npos)
       << when;
-  EXPECT_NE(message_of([&] { e.output_indices(0); }).find("output_indices(0) requested before forward()"),
+  EXPECT_NE(error_message([&] { e.output_indices(0); }).find("output_indices(0) requested before forward()"),
             std::string::npos)
       << when;
 }
@@ -78,7 +72,7 @@ TEST(CudaEngineOutputs, ABindingEndsTheLastForwardsOutputs) {
   std::memcpy(dup.ptr<int32_t>() + 4 * 5, dup.ptr<int32_t>() + 4 * 3, 16);
   gpu->set_input(0, second.features.to(Device::Cuda), dup.to(Device::Cuda), second.grid, 1);
   gpu->forward();
-  EXPECT_NE(message_of([&] { gpu->check_errors(); }).find("duplicate"), std::string::npos);
+  EXPECT_NE(error_message([&] { gpu->check_errors(); }).find("duplicate"), std::string::npos);
   expect_no_outputs(*gpu, "after the forward's error was raised");
 }
 

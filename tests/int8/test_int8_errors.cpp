@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "common/error_message.h"
 #include "onnx_writer.h"
 #include "scn/onnx.h"
 #include "test_helpers.h"
@@ -15,14 +16,7 @@ namespace {
 using namespace scn;
 using test::random_conv;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+std::string error_of(const std::function<void()>& f) { return test::error_message(f); }
 
 #define EXPECT_HAS(msg, ...)                                                   \
   do {                                                                         \

@@ -51,6 +51,15 @@ void expect_equal_to_cpu(Voxelizer& gpu, const Tensor& points, const VoxelizerCo
   EXPECT_TRUE(bytes(f) == bytes(ref.features)) << "features differ";
 }
 
+/// `pts` (float32, host) through `gpu` as given, then as float16 points on the device: both equal to the CPU's.
+void expect_both_point_forms_equal_to_cpu(Voxelizer& gpu, const Tensor& pts, const VoxelizerConfig& c) {
+  gpu.run(pts);
+  expect_equal_to_cpu(gpu, pts, c);
+  const Tensor h = pts.to_dtype(DType::Float16);
+  gpu.run(h.to(Device::Cuda));
+  expect_equal_to_cpu(gpu, h, c);
+}
+
 TEST(VoxelizeCuda, BitwiseEqualToCpuFrom1kTo400kPoints) {
   SCN_REQUIRE_CUDA();
   VoxelizerConfig c = voxelizer_preset("nuscenes-centerpoint");
@@ -77,12 +86,7 @@ TEST(VoxelizeCuda, BitwiseEqualToCpuAcrossOptions) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     const Tensor pts = voxtest::make_cloud(c, 30000, uint64_t(10 + variant));
     auto gpu = Voxelizer::create(c, Backend::Cuda, 30000);
-    gpu->run(pts);
-    expect_equal_to_cpu(*gpu, pts, c);
-    // float16 points, given on the device
-    const Tensor h = pts.to_dtype(DType::Float16);
-    gpu->run(h.to(Device::Cuda));
-    expect_equal_to_cpu(*gpu, h, c);
+    expect_both_point_forms_equal_to_cpu(*gpu, pts, c);
   }
 }
 
@@ -126,11 +130,7 @@ TEST(VoxelizeCuda, NonFiniteFeatureColumnsEqualTheCpuBitwise) {
     }
     ASSERT_GT(nans, 0);
     auto gpu = Voxelizer::create(c, Backend::Cuda, 20000);
-    gpu->run(pts);
-    expect_equal_to_cpu(*gpu, pts, c);
-    const Tensor h = pts.to_dtype(DType::Float16);
-    gpu->run(h.to(Device::Cuda));
-    expect_equal_to_cpu(*gpu, h, c);
+    expect_both_point_forms_equal_to_cpu(*gpu, pts, c);
     // the outputs do hold NaNs (the case is not vacuous)
     const Tensor f = gpu->features().to(Device::Host).to_dtype(DType::Float32);
     int64_t out_nans = 0;
