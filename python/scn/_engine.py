@@ -23,6 +23,8 @@ scn works.
 from __future__ import annotations
 
 import atexit
+import functools
+import threading
 import weakref
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -103,6 +105,16 @@ class Outputs(tuple):
         return dict(zip(self.names, self))
 
 
+def _one_call_at_a_time(method):
+    """A call binds inputs, enqueues the forward and collects its outputs; calls from other threads (nn.DataParallel
+    replicas share the module's engine) wait, so that none collects another's outputs."""
+    @functools.wraps(method)
+    def serialised(self, *args, **kwargs):
+        with self._call_lock:
+            return method(self, *args, **kwargs)
+    return serialised
+
+
 def _rebuild_engine(args: Dict[str, Any]) -> "Engine":
     return Engine(**args)
 
@@ -150,6 +162,7 @@ class Engine(OnDevice):
         self._points_voxelizer: Any = None  # the voxelizer of the last run_points (its errors are this engine's)
         # input index -> (features, indices) the engine reads now: forward(stream=) marks them in use there
         self._set_inputs: Dict[int, Tuple[Any, Any]] = {}
+        self._call_lock = threading.RLock()
         _live_engines.add(self)
 
     # ---- properties (backend, device: OnDevice) ---------------------------------------------
@@ -186,6 +199,7 @@ class Engine(OnDevice):
                 f"inputs={self.inputs}, outputs={self.outputs})")
 
     # ---- running ------------------------------------------------------------------------------
+    @_one_call_at_a_time
     def __call__(self, features, indices, grid: Sequence[int], batch_size: int = 1, *, stream: Any = None,
                  outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on one sparse input: features [N, C] float16/float32, indices [N, 4] int32 (batch,
@@ -208,6 +222,7 @@ class Engine(OnDevice):
             self._bound = binding
         return self._collect(outputs, out, stream)
 
+    @_one_call_at_a_time
     def run_points(self, points, voxelizer, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on raw points through `voxelizer` (an scn.Voxelizer on the engine's device); `points` is one
         frame, or a list / tuple of frames run as one batch (batch size = their count; the voxelizer's max_batch and
@@ -227,6 +242,7 @@ class Engine(OnDevice):
         self._points_voxelizer = voxelizer
         return self._collect(outputs, out, stream)
 
+    @_one_call_at_a_time
     def set_input(self, input: Union[int, str], features, indices, grid: Sequence[int], batch_size: int = 1):
         """Binds one input of a multi-input model (then forward())."""
         self._bound = None
@@ -237,6 +253,7 @@ class Engine(OnDevice):
             self._set_inputs[index] = (features, indices)
         self._impl.set_input(index, features, indices, self._grid(grid), int(batch_size))
 
+    @_one_call_at_a_time
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""
         if self._cuda:
@@ -252,10 +269,12 @@ class Engine(OnDevice):
             self._points_voxelizer.check_errors()
         self._impl.check_errors()
 
+    @_one_call_at_a_time
     def time_forward(self, warmup: int = 20, runs: int = 300) -> List[float]:
         """Engine::time_forward on the bound input: milliseconds per forward (CUDA events, graph replay)."""
         return list(self._impl.time_forward(int(warmup), int(runs)))
 
+    @_one_call_at_a_time
     def time_points(self, points, voxelizer, warmup: int = 20, runs: int = 300) -> PointsTiming:
         """scn::time_points_to_bev: raw points -> outputs timed through `voxelizer` (points as for run_points: one
         frame, or a list of frames as one batch), `runs` runs after `warmup` of each measurement: the whole path, the
@@ -270,6 +289,7 @@ class Engine(OnDevice):
         self._points_voxelizer = voxelizer
         return PointsTiming(*(list(ms) for ms in t[:5]), int(t[5]))
 
+    @_one_call_at_a_time
     def profile_layers(self) -> List[LayerTiming]:
         """Engine::profile_layers on the bound input: one forward run step by step (CUDA: events around each
         step, no graph), each step's node, operator, algorithm (e.g. the tuned kernel) and milliseconds. The

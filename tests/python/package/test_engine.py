@@ -202,3 +202,28 @@ def test_profile_layers_are_the_cli_steps(tiny, cli, tmp_path):
     want = _cli_layer_steps(cli, tiny.path, tmp_path / "f.tensor", tmp_path / "i.tensor", "cpu", "fp32")
     assert len(want) >= 6
     assert [(s.node, s.op, s.algorithm) for s in e.profile_layers()] == want
+
+
+def test_calls_from_several_threads_each_get_their_own_outputs(tiny):
+    # one engine shared by threads (nn.DataParallel replicas share their module's engine): each call binds, runs and
+    # collects as one step, so no thread collects the outputs of another thread's inputs
+    import threading
+
+    engine = scn.Engine(tiny.path, device="cpu", precision="fp32")
+    scales = [0.5, 1.0, 2.0, -1.0]
+    want = {s: engine(tiny.feats * s, tiny.idx, GRID)[0].clone() for s in scales}
+    assert not torch.equal(want[0.5], want[2.0])
+    wrong = []
+
+    def worker(s):
+        for _ in range(25):
+            got = engine(tiny.feats * s, tiny.idx, GRID)[0]
+            if not torch.equal(got, want[s]):
+                wrong.append(s)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in scales for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, f"{len(wrong)} calls returned another call's outputs"
