@@ -185,6 +185,10 @@ class Engine(OnDevice):
         """Output names and their kind ('dense' or 'sparse')."""
         return {n: ("sparse" if s else "dense") for n, s in zip(self._outputs, self._sparse)}
 
+    def __copy__(self) -> "Engine":
+        """Copies share it too (a new one would plan and allocate again)."""
+        return self
+
     def __deepcopy__(self, memo: Dict[int, Any]) -> "Engine":
         """Deep copies share the engine (an EMA or averaged model copies its modules; the engine holds no trainable
         state, and a second engine would plan and tune again)."""

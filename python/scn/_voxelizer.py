@@ -89,6 +89,10 @@ class Voxelizer(OnDevice):
         self._device_index = index
         self._cuda = self._impl.backend == "cuda"
 
+    def __copy__(self) -> "Voxelizer":
+        """Copies share it too (a new one would plan and allocate again)."""
+        return self
+
     def __deepcopy__(self, memo: Dict[Any, Any]) -> "Voxelizer":
         """Deep copies share the voxelizer (it holds no trainable state; see Engine.__deepcopy__)."""
         return self

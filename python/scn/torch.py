@@ -17,9 +17,9 @@ It returns the dense output (``output`` selects which, by name or position; spar
 (features, indices) pair), cast to the input features' dtype (``output_dtype`` overrides: the CUDA engine
 computes in fp16). The engine is not trained: parameters stay those of the exported file, and inputs that require
 grad are refused while grad mode is on (no gradient would flow back; detach them or run under torch.no_grad()).
-Host inputs are copied to the engine's device; CUDA inputs on another GPU are an error (the module holds no tensors,
-so .to() / .cuda() do not move it: build it on its inputs' device). Deep copies (an EMA model) share the engine;
-pickling rebuilds it from its ONNX file and options.
+Inputs are copied between host and GPU to the engine's device; CUDA inputs on another GPU than the engine's are an
+error (the module holds no tensors, so .to() / .cuda() do not move it: build it on its inputs' device). Copies and
+deep copies (an EMA model) share the engine; pickling rebuilds it from its ONNX file and options.
 
 Both modules raise the engine's device-side errors at the end of each call (``check_errors=True``, the default:
 indices outside the grid or the batch, more voxels than the plan or the voxelizer holds), which waits for the
@@ -68,13 +68,13 @@ def _check_output(who: str, engine: Engine, output: Union[int, str]) -> None:
 
 
 def _on_engine_device(who: str, engine: Engine, name: str, t: torch.Tensor) -> torch.Tensor:
-    """`t` on the engine's device: a host tensor is copied there; a CUDA tensor on another GPU than the engine's is
-    an error (a module does not move between GPUs with .to() / .cuda(): it holds no tensors; build it on the device
-    of its inputs)."""
+    """`t` on the engine's device: copied between host and GPU; a CUDA tensor on another GPU than the engine's is an
+    error (a module does not move between GPUs with .to() / .cuda(): it holds no tensors; build it on the device of
+    its inputs)."""
     dev = torch.device(engine.device)
     if t.device == dev:
         return t
-    if t.is_cuda:
+    if t.is_cuda and dev.type == "cuda":
         raise Error(f"{who}: {name} on {t.device}, the engine {engine.path} on {engine.device}; build the module on "
                     f"its inputs' device (device='cuda:{t.device.index}')")
     return t.to(dev)
@@ -163,9 +163,10 @@ class SparseBackbone(nn.Module):
             indices = indices.int()
         features = _on_engine_device("SparseBackbone", self.engine, "features", features)
         indices = _on_engine_device("SparseBackbone", self.engine, "indices", indices)
-        outs = self.engine(features.contiguous(), indices.contiguous(), grid, batch_size)
-        if self.check_errors:
-            self.engine.check_errors()
+        with self.engine._call_lock:  # the call and its check together (another thread's call could come between)
+            outs = self.engine(features.contiguous(), indices.contiguous(), grid, batch_size)
+            if self.check_errors:
+                self.engine.check_errors()
         return outs
 
     def _cast(self, value, dtype):
@@ -223,8 +224,9 @@ class PointsBackbone(nn.Module):
             raise Error("PointsBackbone.forward: expected a points tensor [P, C] or a non-empty list of them")
         ready = [p if p.dtype in (torch.float16, torch.float32) else p.float() for p in given]
         ready = [_on_engine_device("PointsBackbone", self.engine, "points", p).contiguous() for p in ready]
-        outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
-        if self.check_errors:
-            self.engine.check_errors()  # the voxelizer's first (more voxels than its max_voxels), then the engine's
+        with self.engine._call_lock:  # the call and its check together (another thread's call could come between)
+            outs = self.engine.run_points(ready if frames is not None else ready[0], self.voxelizer)
+            if self.check_errors:
+                self.engine.check_errors()  # the voxelizer's first (more voxels than its max_voxels), then the engine's
         dtype = self.output_dtype or given[0].dtype
         return _cast(outs[self.output], dtype if dtype.is_floating_point else torch.float32)

@@ -37,7 +37,7 @@ class CudaVoxelizer final : public Voxelizer {
     SCN_CHECK(c.max_points_per_voxel <= kMaxKept, "voxelizer '", c.name,
               "': max_points_per_voxel = ", c.max_points_per_voxel, " exceeds the CUDA voxelizer's limit of ", kMaxKept,
               " (the CPU voxelizer has none)");
-    const cuda::ScopedDevice on_device(device_);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
     SCN_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     const size_t P = size_t(max_points);
     F_ = int(c.feature_columns.size());
@@ -84,14 +84,14 @@ class CudaVoxelizer final : public Voxelizer {
     alloc(features_, batch_rows * row_bytes_);
     alloc(indices_, batch_rows * 16);
   }
-  ~CudaVoxelizer() override { caller_device_.arm(device_); }  // until the members freed their memory and streams
+  ~CudaVoxelizer() override { cudaSetDevice(device_); }  // then the members free the device's memory and streams
 
   Backend backend() const override { return Backend::Cuda; }
   size_t workspace_bytes() const override { return workspace_bytes_; }
 
   void run(const Tensor& points, void* stream) override {
     check_frame(points, config_, max_points_, "CUDA voxelizer");
-    const cuda::ScopedDevice on_device(device_);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
     batched_ = false;
     last_run_frames_ = 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -105,7 +105,7 @@ class CudaVoxelizer final : public Voxelizer {
   void run_batch(const std::vector<Tensor>& frames, void* stream) override {
     check_batch(config_, frames.size(), max_batch_);
     for (const Tensor& f : frames) check_frame(f, config_, max_points_, "CUDA voxelizer");  // before any enqueue
-    const cuda::ScopedDevice on_device(device_);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     batched_ = false;
     last_run_frames_ = 0;
@@ -182,7 +182,7 @@ class CudaVoxelizer final : public Voxelizer {
   }
   std::vector<double> time_run(const Tensor& points, int warmup, int runs) override {
     check_timing_counts("voxelizer '" + config_.name + "': time_run", warmup, runs);
-    const cuda::ScopedDevice on_device(device_);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
     const Tensor dev = points.to(Device::Cuda);  // time the voxelizer, not the upload
     std::vector<double> ms;
     {
@@ -323,7 +323,7 @@ class CudaVoxelizer final : public Voxelizer {
 
   void sync() {
     SCN_CHECK(ran_, "voxelizer '", config_.name, "': no run() yet");
-    const cuda::ScopedDevice on_device(device_);
+    SCN_CUDA_CHECK(cudaSetDevice(device_));
     SCN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -354,8 +354,6 @@ class CudaVoxelizer final : public Voxelizer {
     std::unique_ptr<OwnedEvent> counted;  // parallel_frames > 1: its latest frame's voxels counted (FramePlace)
   };
 
-  /// First data member, destroyed last: the destructor's device switch ends after every member freed its memory.
-  cuda::CallerDeviceOnDestruction caller_device_;
   int device_;
   Geometry g_;
   int sm_count_ = 1;

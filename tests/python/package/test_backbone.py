@@ -140,6 +140,7 @@ def test_detector_integration_edges(tmp_path):
         assert torch.equal(bb(trained, i, 2), want)
     assert torch.equal(bb(trained.detach(), i, 2), want)
     # deep copies (an EMA model) share the engine; pickling (torch.save of the module) rebuilds it from its file
+    assert copy.copy(engine) is engine
     twin = copy.deepcopy(bb)
     assert twin.engine is bb.engine and torch.equal(twin(f, i, 2), want)
     loaded = pickle.loads(pickle.dumps(bb))

@@ -80,7 +80,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
   SCN_CHECK(options.device < count, "BuildOptions.device: CUDA device ", options.device, " does not exist (", count,
             " visible)");
   device_ = options.device;
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   SCN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   sm_count_ = prop.multiProcessorCount;
@@ -135,7 +135,7 @@ CudaEngine::CudaEngine(std::shared_ptr<const EnginePlan> plan, const BuildOption
 }
 
 CudaEngine::~CudaEngine() {
-  caller_device_.arm(device_);  // until the last member has freed its memory
+  cudaSetDevice(device_);
   if (own_stream_) cudaStreamSynchronize(own_stream_);
   if (done_event_) cudaEventSynchronize(done_event_);
   destroy_graph();
@@ -165,7 +165,7 @@ void CudaEngine::set_input_device_count(int index, const Tensor& features, const
 
 void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& indices, const Int3& grid, int batch_size,
                             const InputLabels& labels, const int32_t* device_count) {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   const std::string& name = input_name(index);
   outputs_valid_ = false;
   InputSlot& in = inputs_[size_t(index)];
@@ -256,7 +256,7 @@ void CudaEngine::bind_input(int index, const Tensor& features, const Tensor& ind
 }
 
 void CudaEngine::forward(void* stream) {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": forward() before set_input() for input '", input_name(int(k)), "'");
   outputs_valid_ = false;  // until this forward is enqueued: one that fails part-way leaves no outputs to read
@@ -311,7 +311,7 @@ void CudaEngine::forward(void* stream) {
 }
 
 Tensor CudaEngine::output(int index) {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   output_name(index);
   SCN_CHECK(outputs_valid_, graph_->source, ": output(", index, ") requested before forward()");
   SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
@@ -346,7 +346,7 @@ Tensor CudaEngine::output_async(int index) {
 }
 
 Tensor CudaEngine::output_indices(int index) {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   output_name(index);
   SCN_CHECK(outputs_valid_, graph_->source, ": output_indices(", index, ") requested before forward()");
   const int v = graph_->outputs[size_t(index)];
@@ -359,12 +359,11 @@ Tensor CudaEngine::output_indices(int index) {
 }
 
 void CudaEngine::synchronize() {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   if (forwarded_) SCN_CUDA_CHECK(cudaEventSynchronize(done_event_));
 }
 
 void CudaEngine::check_errors() {
-  const ScopedDevice on_device(device_);
   synchronize();
   if (!forwarded_) return;
   std::vector<ErrSlot> e(g().nodes.size() * kNumErrKinds);
@@ -392,7 +391,7 @@ void CudaEngine::check_errors() {
 
 std::vector<double> CudaEngine::time_forward(int warmup, int runs) {
   check_timing_counts(g().source + ": time_forward", warmup, runs);
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (int i = 0; i < warmup; ++i) forward(own_stream_);
   check_errors();
   const std::vector<double> ms = time_enqueues(own_stream_, runs, [&] { forward(own_stream_); });
@@ -401,7 +400,7 @@ std::vector<double> CudaEngine::time_forward(int warmup, int runs) {
 }
 
 std::vector<LayerTiming> CudaEngine::profile_layers() {
-  const ScopedDevice on_device(device_);
+  SCN_CUDA_CHECK(cudaSetDevice(device_));
   for (size_t k = 0; k < inputs_.size(); ++k)
     SCN_CHECK(inputs_[k].bound, g().source, ": profile_layers() before set_input() for input '", input_name(int(k)),
               "'");

@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_mem.h"
 #include "backends/cuda/igemm_offset_split.h"
 #include "backends/cuda/kernels.h"
@@ -253,8 +252,6 @@ class CudaEngine final : public Engine {
   std::string error_message(int node, int kind, const ErrSlot& e) const;
   ErrSlot* err_of(int node) const { return errors_.get<ErrSlot>() + size_t(node) * kNumErrKinds; }
 
-  /// First data member, destroyed last: the destructor's device switch ends after every member freed its memory.
-  CallerDeviceOnDestruction caller_device_;
   std::shared_ptr<const EnginePlan> plan_;
   FramePlan frame_;  ///< grids, batch and shapes the arena is planned for
   const CudaOptions& opt() const { return options_.cuda; }
