@@ -120,27 +120,23 @@ def _as_torch_stream(torch, stream: Any, device_index: int):
     return torch.cuda.ExternalStream(handle, device=torch.device("cuda", device_index))
 
 
-def _record_use(tensors: Iterable[Any], stream: Any, device_index: int) -> None:
-    """Marks the engine device's CUDA torch tensors as in use on the stream a call enqueues on (Tensor.record_stream):
-    `stream` when given, else torch's current stream unless that is the default stream. torch's caching allocator
-    hands a freed block back to the stream that allocated it at once; a tensor read by work enqueued on another stream,
-    then dropped by the caller (and let go of by the engine at its next binding), could otherwise be reallocated and
-    written while that work still reads it. Tensors made on the call's stream are unaffected (recording there is a
-    no-op); on torch's default stream with no stream given there is nothing to record (where tensors are usually made:
-    no per-call cost). Other DLPack producers (CuPy, JAX) keep their own allocators' rules."""
+def _record_use(tensors: Iterable[Any], stream: Any, handle: int, device_index: int) -> None:
+    """Marks the engine device's CUDA torch tensors as in use on the stream a call enqueues on (Tensor.record_stream;
+    `handle`: that stream as _call_stream resolved it): `stream` when given, else torch's current stream unless that is
+    the default stream. torch's caching allocator hands a freed block back to the stream that allocated it at once; a
+    tensor read by work enqueued on another stream, then dropped by the caller (and let go of by the engine at its next
+    binding), could otherwise be reallocated and written while that work still reads it. Tensors made on the call's
+    stream are unaffected (recording there is a no-op); on torch's default stream with no stream given there is
+    nothing to record (where tensors are usually made: no per-call cost). Other DLPack producers (CuPy, JAX) keep
+    their own allocators' rules."""
+    if stream is None and handle in (0, _LEGACY_STREAM):
+        return
     torch = _torch()
     if torch is None:
         return
-    if stream is None:
-        if _current_stream_handle(torch, device_index) == 0:
-            return
-        s = torch.cuda.current_stream(device_index)
-    else:
-        s = None
     used = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_cuda and t.device.index == device_index]
     if not used:
         return
-    if s is None:
-        s = _as_torch_stream(torch, stream, device_index)
+    s = _as_torch_stream(torch, stream, device_index) if stream is not None else torch.cuda.current_stream(device_index)
     for t in used:
         t.record_stream(s)

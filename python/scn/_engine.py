@@ -210,19 +210,18 @@ class Engine(OnDevice):
         i0, i1, i2 in the model's index order), grid (s0, s1, s2), batch size. Returns Outputs."""
         grid = self._grid(grid)
         _refuse_grad("scn.Engine", "features", features)
-        if self._cuda:
-            _record_use((features, indices), stream, self._device_index)
         binding = self._device_binding(features, indices, grid, int(batch_size))
         if self._binding_holds(binding):
             # the same CUDA tensors at the same addresses, shapes and layout: the engine reads them in place, so
             # the binding it holds stands (no DLPack import) and only the forward is enqueued
-            self._enqueue(self._impl.forward, stream)
+            self._enqueue(self._impl.forward, stream, (features, indices))
         else:
             self._bound = None
             self._points_voxelizer = None
             # before the call: a forward that fails after binding them still holds them (forward(stream=) records)
             self._set_inputs = {0: (features, indices)} if self._cuda else {}
-            self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream)
+            self._enqueue(lambda h: self._impl.run(features, indices, grid, int(batch_size), h), stream,
+                          (features, indices))
             self._bound = binding
         return self._collect(outputs, out, stream)
 
@@ -237,12 +236,11 @@ class Engine(OnDevice):
         the voxelizer's index order against the model's. Returns Outputs like __call__."""
         self._bound = None
         self._points_voxelizer = None
-        for p in points if isinstance(points, (list, tuple)) else (points,):
+        frames = tuple(points) if isinstance(points, (list, tuple)) else (points,)
+        for p in frames:
             _refuse_grad("scn.Engine.run_points", "points", p)
         self._set_inputs = {}  # the voxelizer's buffers from here on
-        if self._cuda:
-            _record_use(points if isinstance(points, (list, tuple)) else (points,), stream, self._device_index)
-        self._enqueue(lambda h: self._impl.run_points(voxelizer._impl, points, h), stream)
+        self._enqueue(lambda h: self._impl.run_points(voxelizer._impl, points, h), stream, frames)
         self._points_voxelizer = voxelizer
         return self._collect(outputs, out, stream)
 
@@ -260,9 +258,7 @@ class Engine(OnDevice):
     @_one_call_at_a_time
     def forward(self, *, stream: Any = None, outputs: str = "copy", out: Any = None) -> Outputs:
         """Runs the model on the bound inputs; returns Outputs like __call__."""
-        if self._cuda:
-            _record_use((t for pair in self._set_inputs.values() for t in pair), stream, self._device_index)
-        self._enqueue(self._impl.forward, stream)
+        self._enqueue(self._impl.forward, stream, [t for pair in self._set_inputs.values() for t in pair])
         return self._collect(outputs, out, stream)
 
     def check_errors(self) -> None:
@@ -350,9 +346,15 @@ class Engine(OnDevice):
                         f"({', '.join(names)})")
         return index
 
-    def _enqueue(self, launch, stream: Any) -> None:
-        """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream)."""
-        launch(_call_stream(stream, self._device_index) if self._cuda else 0)
+    def _enqueue(self, launch, stream: Any, inputs: Iterable[Any] = ()) -> None:
+        """Calls launch(cudaStream_t handle) on the call's stream (0 = the engine's own stream), the torch `inputs` it
+        reads marked in use on that stream (_record_use)."""
+        if not self._cuda:
+            launch(0)
+            return
+        handle = _call_stream(stream, self._device_index)
+        _record_use(inputs, stream, handle, self._device_index)
+        launch(handle)
 
     def _framework(self, torch) -> int:
         # outputs as torch tensors, else numpy arrays (host) or DLPack capsules (CUDA)
